@@ -1,0 +1,3 @@
+from pr_context.cli import main
+
+main()

@@ -1,0 +1,173 @@
+"""The ``pr-context`` command line: parses options, calls the pipeline, turns errors into exits.
+
+Exit codes: 0 success, 2 bad input (one line on stderr), 1 unexpected failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from pr_context import __version__
+from pr_context.embed import DEFAULT_MODEL, SentenceTransformerEmbedder
+from pr_context.errors import ConfigError, PrContextError
+from pr_context.git import open_repository
+from pr_context.index.build import COCHANGE_COMMITS, IndexOptions, IndexResult, build_index
+from pr_context.progress import progress_for
+
+__all__ = ["cli", "main"]
+
+
+class _Group(click.Group):
+    """Turns PrContextError into its exit code with a one-line message, in one place."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except PrContextError as exc:
+            click.echo(f"pr-context: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pr-context")
+def cli() -> None:
+    """Callers, linked tests and possibly-stale docs for every symbol a PR changes."""
+
+
+@cli.command()
+@click.option("--repo", default=".", show_default=True,
+              help="Git repository (work tree or bare).")
+@click.option("--rev", default="HEAD", show_default=True,
+              help="Revision to index: SHA, branch, tag or expression like HEAD~3.")
+@click.option("--db", "db", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Index file. Created if missing; updated incrementally if it holds "
+                   "another revision of this repository.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--no-embeddings", is_flag=True,
+              help="Lexical and graph index only: no model is loaded (large repositories).")
+@click.option("--model", default=DEFAULT_MODEL, show_default=True,
+              help="sentence-transformers model name or local path. The default ships "
+                   "with pr-context and loads offline.")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="Index only paths matching GLOB (repeatable; adds to the config file).")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Never index paths matching GLOB (repeatable; adds to the config file).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Config file to use instead of .github/pr-context.yml at the revision.")
+@click.option("--cochange-commits", default=COCHANGE_COMMITS, show_default=True,
+              type=click.IntRange(min=0), help="Commits of history mined for co-changes.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
+def index(repo: str, rev: str, db: Path, as_json: bool, no_embeddings: bool, model: str,
+          include: tuple[str, ...], exclude: tuple[str, ...], config_file: Path | None,
+          cochange_commits: int, quiet: bool) -> None:
+    """Index revision REV of a repository into a DuckDB file.
+
+    Parses every file with tree-sitter into chunks, definitions, references and imports,
+    embeds the chunks, and mines co-change history. When the file already holds another
+    revision of the same repository, only the files that differ are re-parsed and only
+    text never embedded before is embedded.
+    """
+    options = IndexOptions(
+        include=include,
+        exclude=exclude,
+        config_text=_read_config(config_file),
+        cochange_commits=cochange_commits,
+    )
+    embedder = None if no_embeddings else SentenceTransformerEmbedder(model)
+    result = build_index(open_repository(repo), rev, db, options, embedder,
+                         progress_for(sys.stderr, quiet))
+    click.echo(json.dumps(_index_json(result)) if as_json else _index_summary(result))
+
+
+def _read_config(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+
+
+def _index_json(result: IndexResult) -> dict[str, object]:
+    data = dataclasses.asdict(result)
+    data["warnings"] = list(result.warnings)
+    return data
+
+
+def _index_summary(result: IndexResult) -> str:
+    mode = (f"updated from {result.previous_revision[:12]}" if result.previous_revision
+            else "built from scratch")
+    return (
+        f"indexed {result.revision[:12]} ({mode}) in {result.seconds:.1f}s: "
+        f"{result.files} files ({result.skipped} skipped), {result.chunks} chunks, "
+        f"{result.definitions} definitions, {result.references} references; "
+        f"{result.embedded} chunks embedded, {result.reused} reused; digest {result.digest[:16]}"
+    )
+
+
+# Split names as in pr_context.evals.cases.SPLITS (a test keeps them equal); the evals
+# modules themselves are imported when the command runs, keeping other commands' start fast.
+_EVAL_SPLITS = ("tuning", "heldout")
+
+
+@cli.command("eval")
+@click.option("--cases", "cases_path", required=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Labelled cases, one JSON object per line (format: evals/CASES.md).")
+@click.option("--recorded", "results_path", required=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Recorded retrieval results (JSON) to score; no index, network or model "
+                   "is used.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for the artifacts: run.json, report.json, report.md.")
+@click.option("--gate", "gate_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Gate file with thresholds (e.g. evals/gate.yml); exit 1 when not met.")
+@click.option("--split", type=click.Choice(_EVAL_SPLITS),
+              help="Evaluate only this split's cases (default: all).")
+@click.option("--corpora", "corpora_path", default="evals/corpora.yml", show_default=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Corpora file pinning the revision of every case's corpus.")
+def eval_command(cases_path: Path, results_path: Path, out_dir: Path, gate_path: Path | None,
+                 split: str | None, corpora_path: Path) -> None:
+    """Score retrieval results against labelled cases and check them against a gate.
+
+    Writes run.json (every ranked chunk with per-case metrics), report.json (aggregates
+    overall and per query class, repository and split) and report.md into OUT. Exits 0
+    when the gate passes or none is given, 1 when it fails (failures printed one per
+    line), 2 for an invalid case, results, corpora or gate file.
+    """
+    from pr_context.evals.cases import SPLITS
+    from pr_context.evals.errors import GateFailedError
+    from pr_context.evals.gate import evaluate_gate, load_gate
+    from pr_context.evals.markdown import summary_lines
+    from pr_context.evals.runner import run_recorded
+
+    selected = next((s for s in SPLITS if s == split), None)
+    gate = load_gate(gate_path) if gate_path is not None else None
+    report = run_recorded(cases_path, results_path, out_dir, corpora_path, selected)
+    for line in summary_lines(report):
+        click.echo(line)
+    click.echo(f"wrote {out_dir / 'report.md'}, report.json, run.json")
+    if gate is None:
+        for run in report.runs:
+            if not run.valid:
+                click.echo(f"warning: run {run.retriever!r} is invalid: {run.problems[0]}",
+                           err=True)
+        return
+    result = evaluate_gate(report, gate)
+    if result.passed:
+        click.echo(f"gate {gate_path}: passed")
+        return
+    click.echo(f"gate {gate_path}: {len(result.failures)} failure(s):")
+    for failure in result.failures:
+        click.echo(failure)
+    raise GateFailedError(f"gate {gate_path} failed with {len(result.failures)} failure(s)")
+
+
+def main() -> None:
+    cli(prog_name="pr-context")

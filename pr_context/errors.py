@@ -1,0 +1,61 @@
+"""Every error pr-context raises on purpose.
+
+PrContextError                 base; ``exit_code`` says how the process ends
+ ├── BadInputError (2)         the user's input cannot be used as given
+ │    ├── NotARepositoryError  the path is not a git repository
+ │    ├── UnknownRevisionError the revision does not name a commit
+ │    └── ConfigError          a configuration file or option is invalid
+ ├── GitError (1)              git failed for a reason other than bad input
+ ├── IndexFileError (1)        the index file cannot be opened or written
+ └── EmbeddingError (1)        the embedding model cannot be loaded or run
+
+Foreign exceptions (``CalledProcessError``, ``duckdb.Error``, ...) are translated into
+these at the one module that touches the library, with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BadInputError",
+    "ConfigError",
+    "EmbeddingError",
+    "GitError",
+    "IndexFileError",
+    "NotARepositoryError",
+    "PrContextError",
+    "UnknownRevisionError",
+]
+
+
+class PrContextError(Exception):
+    """Base of all deliberate errors; the message is shown to the user as one line."""
+
+    exit_code = 1
+
+
+class BadInputError(PrContextError):
+    exit_code = 2
+
+
+class NotARepositoryError(BadInputError):
+    pass
+
+
+class UnknownRevisionError(BadInputError):
+    pass
+
+
+class ConfigError(BadInputError):
+    pass
+
+
+class GitError(PrContextError):
+    pass
+
+
+class IndexFileError(PrContextError):
+    pass
+
+
+class EmbeddingError(PrContextError):
+    pass

@@ -1,0 +1,259 @@
+"""Read a git repository at any revision without checking anything out.
+
+Only this module runs git. Works on bare repositories. Nothing here runs repository
+code: diffs are taken with ``--no-ext-diff --no-textconv`` and no hooks are involved.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Literal
+
+from pr_context.errors import GitError, NotARepositoryError, UnknownRevisionError
+from pr_context.models import FileEntry, Sha
+
+__all__ = [
+    "BlobReader",
+    "PathChange",
+    "Repository",
+    "changed_paths",
+    "commit_exists",
+    "commit_file_lists",
+    "list_files",
+    "open_repository",
+    "read_blob",
+    "resolve_revision",
+    "unified_diff",
+]
+
+ChangeStatus = Literal["added", "modified", "deleted", "renamed", "copied", "type_changed"]
+
+_STATUS: dict[str, ChangeStatus] = {
+    "A": "added",
+    "M": "modified",
+    "D": "deleted",
+    "R": "renamed",
+    "C": "copied",
+    "T": "type_changed",
+}
+
+# Read-only commands: trust the directory whoever owns it (Actions workspaces are owned
+# by another user), never page, never prompt, never quote non-ASCII paths.
+_GIT_CONFIG = ("-c", "safe.directory=*", "-c", "core.quotepath=off", "--no-pager")
+_GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+@dataclass(frozen=True)
+class Repository:
+    """A git repository: ``path`` is the work tree (or the bare git directory)."""
+
+    path: Path
+    git_dir: Path
+
+
+@dataclass(frozen=True)
+class PathChange:
+    """One line of ``git diff --name-status -M``."""
+
+    status: ChangeStatus
+    path: str  # the new path (the old one for deletions)
+    old_path: str | None = None  # set for renames and copies
+
+
+def _run(repo_path: Path, args: Sequence[str], stdin: bytes | None = None) -> bytes:
+    """Run git in ``repo_path`` and return stdout; raise GitError on failure."""
+    try:
+        done = subprocess.run(
+            ["git", *_GIT_CONFIG, *args],
+            cwd=repo_path,
+            input=stdin,
+            capture_output=True,
+            env={**os.environ, **_GIT_ENV},
+            check=True,
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH") from exc
+    except subprocess.CalledProcessError as exc:
+        message = exc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {args[0]} failed: {message[-1] if message else exc}") from exc
+    return done.stdout
+
+
+def open_repository(path: str | Path) -> Repository:
+    """Check that ``path`` is a git repository (work tree or bare) and return it.
+
+    :raises NotARepositoryError: the path does not exist or is not inside a repository.
+    """
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise NotARepositoryError(f"not a git repository: {path} (no such directory)")
+    try:
+        out = _run(root, ["rev-parse", "--absolute-git-dir"])
+    except GitError as exc:
+        raise NotARepositoryError(f"not a git repository: {path}") from exc
+    return Repository(path=root, git_dir=Path(out.decode().strip()))
+
+
+def resolve_revision(repo: Repository, rev: str) -> Sha:
+    """The full commit SHA that ``rev`` (SHA, branch, tag, ``HEAD~3``...) names.
+
+    :raises UnknownRevisionError: ``rev`` names no commit, or the repository has none.
+    """
+    if not rev or rev.startswith("-"):
+        raise UnknownRevisionError(f"unknown revision: {rev!r}")
+    try:
+        out = _run(repo.path, ["rev-parse", "--verify", "--quiet", "--end-of-options",
+                               f"{rev}^{{commit}}"])
+    except GitError as exc:
+        if not _has_commits(repo):
+            raise UnknownRevisionError(
+                f"unknown revision: {rev} (the repository has no commits yet)"
+            ) from exc
+        raise UnknownRevisionError(f"unknown revision: {rev}") from exc
+    return Sha(out.decode().strip())
+
+
+def _has_commits(repo: Repository) -> bool:
+    try:
+        return bool(_run(repo.path, ["rev-list", "-n", "1", "--all"]).strip())
+    except GitError:
+        return False
+
+
+def commit_exists(repo: Repository, sha: str) -> bool:
+    """Whether ``sha`` names a commit in this repository."""
+    try:
+        _run(repo.path, ["cat-file", "-e", f"{sha}^{{commit}}"])
+    except GitError:
+        return False
+    return True
+
+
+def list_files(repo: Repository, sha: Sha) -> list[FileEntry]:
+    """Every file in the tree of ``sha``, sorted by path; submodules and symlinks included."""
+    out = _run(repo.path, ["ls-tree", "-r", "-z", "--long", "--full-tree", sha])
+    entries = []
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, _kind, blob, size = meta.split()
+        entries.append(
+            FileEntry(
+                path=raw_path.decode("utf-8", "surrogateescape"),
+                blob_sha=blob.decode(),
+                mode=mode.decode(),
+                size=int(size) if size != b"-" else -1,
+            )
+        )
+    return sorted(entries, key=lambda e: e.path)
+
+
+def read_blob(repo: Repository, blob_sha: str) -> bytes:
+    """The content of one blob; use BlobReader for many."""
+    return _run(repo.path, ["cat-file", "blob", blob_sha])
+
+
+class BlobReader:
+    """Streams many blobs through one ``git cat-file --batch`` process."""
+
+    def __init__(self, repo: Repository) -> None:
+        self._proc = subprocess.Popen(
+            ["git", *_GIT_CONFIG, "cat-file", "--batch"],
+            cwd=repo.path,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **_GIT_ENV},
+        )
+
+    def __enter__(self) -> BlobReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def read(self, blob_sha: str) -> bytes:
+        """The content of ``blob_sha``. :raises GitError: the object is missing."""
+        stdin, stdout = self._pipes()
+        stdin.write(blob_sha.encode() + b"\n")
+        stdin.flush()
+        header = stdout.readline().split()
+        if len(header) != 3:
+            raise GitError(f"git cat-file: object {blob_sha} is missing")
+        data = stdout.read(int(header[2]))
+        stdout.read(1)  # the newline after each object
+        return data
+
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
+        if self._proc.stdin is None or self._proc.stdout is None:
+            raise GitError("git cat-file is not running")
+        return self._proc.stdin, self._proc.stdout
+
+    def close(self) -> None:
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        self._proc.wait()
+        if self._proc.stdout:
+            self._proc.stdout.close()
+
+
+def changed_paths(repo: Repository, old: Sha, new: Sha) -> list[PathChange]:
+    """``git diff --name-status -M old new`` as PathChange records, in git's order."""
+    out = _run(repo.path, ["diff", "--name-status", "-M", "-z", "--no-ext-diff",
+                           "--no-textconv", old, new, "--"])
+    return list(_parse_name_status(out.split(b"\0")))
+
+
+def _parse_name_status(fields: list[bytes]) -> Iterator[PathChange]:
+    i = 0
+    while i < len(fields) and fields[i]:
+        status = _STATUS.get(fields[i][:1].decode(), "modified")
+        if status in ("renamed", "copied"):
+            old, new = fields[i + 1], fields[i + 2]
+            yield PathChange(status, new.decode("utf-8", "surrogateescape"),
+                             old.decode("utf-8", "surrogateescape"))
+            i += 3
+        else:
+            yield PathChange(status, fields[i + 1].decode("utf-8", "surrogateescape"))
+            i += 2
+
+
+def unified_diff(
+    repo: Repository, old: Sha, new: Sha, paths: Iterable[str] = (), context: int = 3
+) -> str:
+    """The unified diff ``old..new`` with rename detection, optionally for some paths."""
+    out = _run(repo.path, ["diff", "-M", f"-U{context}", "--no-color", "--no-ext-diff",
+                           "--no-textconv", old, new, "--", *paths])
+    return out.decode("utf-8", "replace")
+
+
+def commit_file_lists(
+    repo: Repository, sha: Sha, max_commits: int, max_files_per_commit: int
+) -> list[list[str]]:
+    """Paths touched by each of the last ``max_commits`` commits reachable from ``sha``.
+
+    Merge commits and commits touching more than ``max_files_per_commit`` files (bulk
+    reformatting, vendoring) are left out: they say nothing about which files belong
+    together.
+    """
+    out = _run(repo.path, ["log", "--no-merges", "--format=%x01", "--name-only", "-z",
+                           "--no-renames", f"-n{max_commits}", sha, "--"])
+    commits = []
+    for block in out.split(b"\x01")[1:]:
+        paths = {p.lstrip(b"\n").decode("utf-8", "surrogateescape")
+                 for p in block.split(b"\0")}
+        paths.discard("")
+        if 1 < len(paths) <= max_files_per_commit:
+            commits.append(sorted(paths))
+    return commits

@@ -1,0 +1,329 @@
+"""Build the index of one revision, from scratch or by updating another revision's index.
+
+The update is driven by blob SHAs: every path whose blob differs from the one the index
+holds (or that the index lacks, or that is gone) is dropped and re-parsed. Files are
+parsed independently of each other, so the result is row-for-row the full build. Vectors
+are content-addressed, so only text never embedded before goes through the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import combinations
+from pathlib import Path
+
+from pr_context.embed import Embedder
+from pr_context.git import (
+    BlobReader,
+    Repository,
+    changed_paths,
+    commit_exists,
+    commit_file_lists,
+    list_files,
+    read_blob,
+    resolve_revision,
+)
+from pr_context.index.schema import SCHEMA_VERSION
+from pr_context.index.store import IndexStore, Manifest, TableRows
+from pr_context.languages import language_for_path
+from pr_context.models import FileEntry, ParsedFile, Sha
+from pr_context.parse import PARSER_VERSION, parse_file
+from pr_context.policy import (
+    CONFIG_PATH,
+    PathPolicy,
+    decode_text,
+    policy_from_config,
+    skip_reason_for_content,
+    skip_reason_for_path,
+)
+from pr_context.progress import Progress
+from pr_context.roles import classify_path
+
+__all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index"]
+
+COCHANGE_COMMITS = 500  # history window mined for files changed together
+COCHANGE_MAX_FILES = 30  # larger commits are bulk edits, not evidence of coupling
+EMBED_GROUP = 256  # texts per model call and per committed transaction
+NO_MODEL = "none"
+
+_SYMLINK_MODE = "120000"
+_SUBMODULE_MODE = "160000"
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    config_text: str | None = None  # overrides the repository's own config file
+    cochange_commits: int = COCHANGE_COMMITS
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    """What ``index --json`` prints (see the CLI contract in docs/)."""
+
+    revision: str
+    files: int
+    skipped: int
+    chunks: int
+    definitions: int
+    references: int
+    imports: int
+    embedded: int
+    reused: int
+    incremental: bool
+    previous_revision: str | None
+    changes: dict[str, int]
+    truncated: int
+    seconds: float
+    digest: str
+    build_id: str
+    warnings: tuple[str, ...] = field(default=())
+
+
+@dataclass
+class _Rows:
+    """Rows of the files being (re)indexed, column-wise per table."""
+
+    tables: dict[str, TableRows] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # text_hash -> embed text
+
+    def add(self, table: str, **values: object) -> None:
+        columns = self.tables.setdefault(table, {})
+        for name, value in values.items():
+            columns.setdefault(name, []).append(value)
+
+
+def build_index(
+    repo: Repository,
+    rev: str,
+    db_path: Path,
+    options: IndexOptions,
+    embedder: Embedder | None,
+    progress: Progress,
+) -> IndexResult:
+    """Make ``db_path`` reflect exactly revision ``rev`` of ``repo``.
+
+    :raises UnknownRevisionError: ``rev`` names no commit.
+    :raises ConfigError: the repository's config file is invalid.
+    """
+    started = time.perf_counter()
+    sha = resolve_revision(repo, rev)
+    entries = list_files(repo, sha)
+    policy = _policy_at(repo, entries, options)
+    wanted = Manifest(
+        schema_version=SCHEMA_VERSION,
+        parser_version=PARSER_VERSION,
+        embedding_model=embedder.name if embedder else NO_MODEL,
+        path_policy=json.dumps(policy.describe(), sort_keys=True),
+        policy_fingerprint=policy.fingerprint(),
+        cochange_commits=options.cochange_commits,
+    )
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+        progress.warn(message)
+
+    with IndexStore.open(db_path, wanted, warn) as store:
+        previous = _usable_previous(repo, store, warn)
+        known = store.file_blobs()
+        current = {e.path: e.blob_sha for e in entries}
+        removed = [p for p, blob in known.items() if current.get(p) != blob]
+        to_parse = [e for e in entries if known.get(e.path) != e.blob_sha]
+        rows = _parse_entries(repo, to_parse, policy, progress)
+        embedded, reused = _embed_missing(store, rows, embedder, progress)
+        store.replace_paths(removed, rows.tables)
+        store.prune_embeddings()
+        store.replace_cochange(_cochange(repo, sha, options, _indexed_paths(store)))
+        manifest = replace(
+            wanted,
+            revision=sha,
+            build_id=uuid.uuid4().hex,
+            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            embedding_dimension=store.embedding_dimension(),
+        )
+        store.write_manifest(manifest)
+        counts = store.counts()
+        return IndexResult(
+            revision=sha,
+            files=counts["files"],
+            skipped=counts["skipped"],
+            chunks=counts["chunks"],
+            definitions=counts["definitions"],
+            references=counts["references"],
+            imports=counts["imports"],
+            embedded=embedded,
+            reused=reused,
+            incremental=previous is not None,
+            previous_revision=previous,
+            changes=_change_counts(repo, previous, sha, len(to_parse), len(removed)),
+            truncated=_truncated_count(store),
+            seconds=round(time.perf_counter() - started, 3),
+            digest=store.digest(),
+            build_id=manifest.build_id,
+            warnings=tuple(warnings),
+        )
+
+
+def _policy_at(repo: Repository, entries: Sequence[FileEntry],
+               options: IndexOptions) -> PathPolicy:
+    """The path policy: the config file at the indexed revision, plus CLI globs."""
+    text = options.config_text
+    if text is None:
+        config = next((e for e in entries if e.path == CONFIG_PATH), None)
+        if config is not None:
+            text = decode_text(read_blob(repo, config.blob_sha))[0]
+    return policy_from_config(text, options.include, options.exclude)
+
+
+def _usable_previous(repo: Repository, store: IndexStore,
+                     warn: Callable[[str], None]) -> str | None:
+    """The revision the store holds, if it can be updated; else clear the store."""
+    manifest = store.manifest
+    if manifest is None:
+        return None
+    if not commit_exists(repo, manifest.revision):
+        warn(f"rebuilding index {store.path}: it holds revision {manifest.revision[:12]}, "
+             "which is not in this repository (an index of another repository?)")
+        store.clear()
+        return None
+    return manifest.revision
+
+
+def _parse_entries(
+    repo: Repository, entries: Sequence[FileEntry], policy: PathPolicy, progress: Progress
+) -> _Rows:
+    rows = _Rows()
+    progress.start("parsing files", len(entries))
+    with BlobReader(repo) as blobs:
+        for entry in entries:
+            _index_entry(entry, blobs, policy, rows)
+            progress.advance()
+    progress.finish()
+    return rows
+
+
+def _index_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy, rows: _Rows) -> None:
+    language = language_for_path(entry.path)
+    reason = _skip_reason_by_entry(entry, policy)
+    data = b""
+    if reason is None:
+        data = blobs.read(entry.blob_sha)
+        reason = skip_reason_for_content(policy, entry.path, data)
+    if reason is not None or language is None:
+        _add_file_row(rows, entry, language, classify_path(entry.path, ""), "skipped",
+                      reason or "unsupported file type")
+        return
+    text, decode_errors = decode_text(data)
+    role = classify_path(entry.path, text)
+    parsed = parse_file(entry.path, text, language, role)
+    _add_file_row(rows, entry, language, role, "indexed", None,
+                  parsed.syntax_errors, decode_errors)
+    _add_parsed_rows(rows, parsed)
+
+
+def _skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
+    if entry.mode == _SYMLINK_MODE:
+        return "symlink (not followed)"
+    if entry.mode == _SUBMODULE_MODE:
+        return "submodule (not indexed)"
+    return skip_reason_for_path(policy, entry.path, entry.size)
+
+
+def _add_file_row(rows: _Rows, entry: FileEntry, language: str | None, role: str,
+                  status: str, reason: str | None, syntax_errors: int = 0,
+                  decode_errors: bool = False) -> None:
+    rows.add("files", path=entry.path, blob_sha=entry.blob_sha, language=language,
+             role=role, size=entry.size, status=status, skip_reason=reason,
+             syntax_errors=syntax_errors, decode_errors=decode_errors)
+
+
+def _add_parsed_rows(rows: _Rows, parsed: ParsedFile) -> None:
+    path = parsed.path
+    for i, c in enumerate(parsed.chunks):
+        embed_text = c.embed_text
+        text_hash = hashlib.sha256(embed_text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        rows.texts[text_hash] = embed_text
+        chunk_id = hashlib.sha1(
+            f"{path}\0{i}\0{c.kind}\0{c.start_line}\0{c.end_line}\0{c.symbol}".encode(
+                "utf-8", "surrogatepass")
+        ).hexdigest()[:16]
+        rows.add("chunks", chunk_id=chunk_id, path=path, ordinal=i, kind=c.kind,
+                 symbol=c.symbol, role=c.role, start_line=c.start_line,
+                 end_line=c.end_line, text=c.text, context=c.context, text_hash=text_hash)
+    for i, d in enumerate(parsed.definitions):
+        rows.add("definitions", path=path, ordinal=i, name=d.name,
+                 qualified_name=d.qualified_name, kind=d.kind, signature=d.signature,
+                 parameters=list(d.parameters), docstring=d.docstring,
+                 start_line=d.start_line, end_line=d.end_line, parent=d.parent)
+    for i, r in enumerate(parsed.references):
+        rows.add("refs", path=path, ordinal=i, name=r.name, kind=r.kind,
+                 receiver=r.receiver, line=r.line, col=r.column, enclosing=r.enclosing)
+    for i, m in enumerate(parsed.imports):
+        rows.add("imports", path=path, ordinal=i, module=m.module, name=m.name,
+                 alias=m.alias, level=m.level, line=m.line)
+
+
+def _embed_missing(
+    store: IndexStore, rows: _Rows, embedder: Embedder | None, progress: Progress
+) -> tuple[int, int]:
+    """Embed every text the index will hold but has no vector for. Returns (embedded, reused)."""
+    if embedder is None:
+        return 0, 0
+    have = store.embedded_hashes()
+    new_texts = {h: t for h, t in rows.texts.items() if h not in have}
+    # Chunks kept from the previous revision that lack a vector (an interrupted build).
+    kept = store.text_hashes() - have - set(new_texts)
+    new_texts.update(store.chunk_texts(kept))
+    reused = len(rows.texts) - len(set(rows.texts) & set(new_texts))
+    todo = sorted(new_texts)
+    if not todo:
+        return 0, reused
+    progress.start("embedding chunks", len(todo))
+    for i in range(0, len(todo), EMBED_GROUP):
+        group = todo[i : i + EMBED_GROUP]
+        result = embedder.embed([new_texts[h] for h in group])
+        store.add_embeddings(group, result.vectors, result.token_counts, embedder.max_tokens)
+        progress.advance(len(group))
+    progress.finish()
+    return len(todo), reused
+
+
+def _indexed_paths(store: IndexStore) -> set[str]:
+    return {p for (p,) in store.query("SELECT path FROM files WHERE status = 'indexed'")}
+
+
+def _cochange(repo: Repository, sha: Sha, options: IndexOptions,
+              paths: set[str]) -> dict[tuple[str, str], int]:
+    """How often each pair of indexed files changed in the same commit, recently."""
+    pairs: Counter[tuple[str, str]] = Counter()
+    if options.cochange_commits <= 0:
+        return {}
+    for files in commit_file_lists(repo, sha, options.cochange_commits, COCHANGE_MAX_FILES):
+        present = [f for f in files if f in paths]
+        pairs.update(combinations(present, 2))
+    return dict(pairs)
+
+
+def _change_counts(repo: Repository, previous: str | None, sha: Sha,
+                   parsed: int, removed: int) -> dict[str, int]:
+    counts: dict[str, int] = {"parsed": parsed, "removed": removed}
+    if previous is not None and previous != sha:
+        for change in changed_paths(repo, Sha(previous), sha):
+            counts[change.status] = counts.get(change.status, 0) + 1
+    return counts
+
+
+def _truncated_count(store: IndexStore) -> int:
+    if store.embedding_dimension() == 0:
+        return 0
+    rows = store.query("SELECT count(*) FROM chunks c JOIN embeddings e USING (text_hash) "
+                       "WHERE e.truncated")
+    return int(rows[0][0])

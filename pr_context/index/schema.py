@@ -1,0 +1,59 @@
+"""The index schema as numbered migrations.
+
+A new index file gets every migration in order and records each in
+``schema_migrations``. An index whose recorded migrations differ from ``MIGRATIONS``
+was written by another version of pr-context: it is rebuilt, not patched, because its
+rows were produced by other parsing code too.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "embeddings_table_sql"]
+
+_M001_CREATE_TABLES = """
+CREATE TABLE manifest (key VARCHAR NOT NULL, value VARCHAR NOT NULL);
+CREATE TABLE files (
+    path VARCHAR NOT NULL, blob_sha VARCHAR NOT NULL, language VARCHAR, role VARCHAR,
+    size BIGINT NOT NULL, status VARCHAR NOT NULL, skip_reason VARCHAR,
+    syntax_errors INTEGER NOT NULL, decode_errors BOOLEAN NOT NULL
+);
+CREATE TABLE chunks (
+    chunk_id VARCHAR NOT NULL, path VARCHAR NOT NULL, ordinal INTEGER NOT NULL,
+    kind VARCHAR NOT NULL, symbol VARCHAR, role VARCHAR NOT NULL,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    text VARCHAR NOT NULL, context VARCHAR NOT NULL, text_hash VARCHAR NOT NULL
+);
+CREATE TABLE definitions (
+    path VARCHAR NOT NULL, ordinal INTEGER NOT NULL, name VARCHAR NOT NULL,
+    qualified_name VARCHAR NOT NULL, kind VARCHAR NOT NULL, signature VARCHAR NOT NULL,
+    parameters VARCHAR[] NOT NULL, docstring VARCHAR,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, parent VARCHAR
+);
+CREATE TABLE refs (
+    path VARCHAR NOT NULL, ordinal INTEGER NOT NULL, name VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL, receiver VARCHAR, line INTEGER NOT NULL,
+    col INTEGER NOT NULL, enclosing VARCHAR
+);
+CREATE TABLE imports (
+    path VARCHAR NOT NULL, ordinal INTEGER NOT NULL, module VARCHAR NOT NULL,
+    name VARCHAR, alias VARCHAR, level INTEGER NOT NULL, line INTEGER NOT NULL
+);
+CREATE TABLE cochange (
+    path_a VARCHAR NOT NULL, path_b VARCHAR NOT NULL, commits INTEGER NOT NULL
+);
+"""
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (("m001_create_tables", _M001_CREATE_TABLES),)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def embeddings_table_sql(dimension: int) -> str:
+    """The embeddings table: its vector width depends on the model, so it is made per index.
+
+    Rows are content-addressed by ``text_hash`` (the hash of the embedded text), so an
+    unchanged chunk is never embedded twice.
+    """
+    return (
+        "CREATE TABLE IF NOT EXISTS embeddings (text_hash VARCHAR NOT NULL, "
+        f"tokens INTEGER NOT NULL, truncated BOOLEAN NOT NULL, vector FLOAT[{dimension}])"
+    )

@@ -1,0 +1,387 @@
+"""The DuckDB index file: one file reflects exactly one commit.
+
+Only this module talks to DuckDB. Opening checks the file: a file that cannot be read as
+an index (truncated, corrupted, not DuckDB) is moved aside and a new one started; a file
+written by another schema, parser, model or path policy is emptied and rebuilt. Both
+are reported through ``warn``; neither is ever half-used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from pr_context.errors import IndexFileError
+from pr_context.index.schema import MIGRATIONS, SCHEMA_VERSION, embeddings_table_sql
+
+__all__ = ["DATA_TABLES", "IndexStore", "Manifest", "TableRows"]
+
+# Tables holding per-file rows, with the columns that order them deterministically.
+DATA_TABLES: dict[str, str] = {
+    "files": "path",
+    "chunks": "path, ordinal",
+    "definitions": "path, ordinal",
+    "refs": "path, ordinal",
+    "imports": "path, ordinal",
+}
+
+_LOCKED = re.compile(r"could not set lock|conflicting lock", re.IGNORECASE)
+
+TableRows = dict[str, list[Any]]  # column name -> values, one table's new rows
+_EMPTY_DIGEST = "{}:0:" + hashlib.md5(b"").hexdigest() + ";"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What an index file was built from and by. Settings fields decide reuse."""
+
+    schema_version: int
+    parser_version: str
+    embedding_model: str  # "none" when built without embeddings
+    path_policy: str  # JSON of the policy, for people and artifacts
+    policy_fingerprint: str
+    cochange_commits: int
+    revision: str = ""
+    build_id: str = ""
+    built_at: str = ""
+    embedding_dimension: int = 0  # known once the model has been loaded
+
+    def settings(self) -> tuple[object, ...]:
+        """The fields that must match for an index to be reused."""
+        return (self.schema_version, self.parser_version, self.embedding_model,
+                self.policy_fingerprint, self.cochange_commits)
+
+    def describe_mismatch(self, other: Manifest) -> str:
+        names = ("schema_version", "parser_version", "embedding_model",
+                 "policy_fingerprint", "cochange_commits")
+        diffs = [f"{n} {getattr(self, n)!r} != {getattr(other, n)!r}" for n in names
+                 if getattr(self, n) != getattr(other, n)]
+        return ", ".join(diffs)
+
+
+class IndexStore:
+    """An open index file. Use ``IndexStore.open``; close it (or use ``with``)."""
+
+    def __init__(self, path: Path, connection: duckdb.DuckDBPyConnection,
+                 manifest: Manifest | None) -> None:
+        self.path = path
+        self._con = connection
+        self.manifest = manifest  # None for a new or reset file
+
+    # -- opening -----------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path, wanted: Manifest, warn: Callable[[str], None]) -> IndexStore:
+        """Open ``path`` for an index with ``wanted``'s settings, repairing what it must.
+
+        :raises IndexFileError: the file cannot be created, or another process holds it.
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        con = _connect(path, warn)
+        try:
+            manifest = _read_manifest(con)
+            has_tables = _has_tables(con)
+        except duckdb.Error as exc:
+            con.close()
+            _move_aside(path, f"it cannot be read ({_first_line(exc)})", warn)
+            con, manifest, has_tables = _connect(path, warn), None, False
+        if manifest is None and has_tables:
+            con = _reset(con, path, "it was written by another schema version", warn)
+        elif manifest is not None and manifest.settings() != wanted.settings():
+            keep = manifest.embedding_model == wanted.embedding_model
+            reason = f"it was built with other settings ({wanted.describe_mismatch(manifest)})"
+            con = _reset(con, path, reason, warn, keep_embeddings=keep)
+            manifest = None
+        if not _has_tables(con):
+            _migrate(con)
+        return cls(path, con, manifest)
+
+    def __enter__(self) -> IndexStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._con.close()
+
+    # -- reading -----------------------------------------------------------------
+
+    def file_blobs(self) -> dict[str, str]:
+        """path -> blob SHA for every file the index knows, indexed or skipped."""
+        return dict(self._con.execute("SELECT path, blob_sha FROM files").fetchall())
+
+    def counts(self) -> dict[str, int]:
+        row = self._con.execute(
+            "SELECT (SELECT count(*) FROM files WHERE status = 'indexed'),"
+            " (SELECT count(*) FROM files WHERE status = 'skipped'),"
+            " (SELECT count(*) FROM chunks), (SELECT count(*) FROM definitions),"
+            " (SELECT count(*) FROM refs), (SELECT count(*) FROM imports)"
+        ).fetchone()
+        assert row is not None
+        keys = ("files", "skipped", "chunks", "definitions", "references", "imports")
+        return dict(zip(keys, (int(v) for v in row), strict=True))
+
+    def text_hashes(self) -> set[str]:
+        """Hashes of every chunk text in the index."""
+        rows = self._con.execute("SELECT DISTINCT text_hash FROM chunks").fetchall()
+        return {h for (h,) in rows}
+
+    def embedded_hashes(self) -> set[str]:
+        if not self._has_embeddings_table():
+            return set()
+        return {h for (h,) in self._con.execute("SELECT text_hash FROM embeddings").fetchall()}
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Run a read-only SQL query (for retrieval and tests)."""
+        try:
+            return self._con.execute(sql, params).fetchall()
+        except duckdb.Error as exc:
+            raise IndexFileError(f"query on {self.path} failed: {exc}") from exc
+
+    # -- writing -----------------------------------------------------------------
+
+    def replace_paths(self, removed: Iterable[str], rows: dict[str, TableRows]) -> None:
+        """In one transaction: drop every row of ``removed`` paths, insert ``rows``."""
+        removed = sorted(set(removed))
+        with self._transaction():
+            if removed:
+                self._con.register("removed_paths", pa.table({"path": removed}))
+                for table in DATA_TABLES:
+                    self._con.execute(
+                        f"DELETE FROM {table} WHERE path IN (SELECT path FROM removed_paths)"
+                    )
+                self._con.unregister("removed_paths")
+            for table, columns in rows.items():
+                self._insert(table, columns)
+
+    def clear(self) -> None:
+        """Remove every row but the content-addressed vectors, for a full rebuild."""
+        with self._transaction():
+            for table in (*DATA_TABLES, "cochange", "manifest"):
+                self._con.execute(f"DELETE FROM {table}")
+        self.manifest = None
+
+    def embedding_dimension(self) -> int:
+        """Width of the stored vectors, 0 when nothing is embedded."""
+        if not self._has_embeddings_table():
+            return 0
+        row = self._con.execute(
+            "SELECT array_length(vector) FROM embeddings LIMIT 1").fetchone()
+        return int(row[0]) if row else 0
+
+    def chunk_texts(self, text_hashes: Iterable[str]) -> dict[str, str]:
+        """text_hash -> embed text (context + text) for stored chunks."""
+        wanted = sorted(set(text_hashes))
+        if not wanted:
+            return {}
+        self._con.register("wanted_hashes", pa.table({"text_hash": wanted}))
+        rows = self._con.execute(
+            "SELECT DISTINCT c.text_hash, c.context || chr(10) || c.text FROM chunks c "
+            "JOIN wanted_hashes w USING (text_hash)").fetchall()
+        self._con.unregister("wanted_hashes")
+        return dict(rows)
+
+    def add_embeddings(self, hashes: Sequence[str], vectors: np.ndarray,
+                       tokens: Sequence[int], max_tokens: int) -> None:
+        """Store vectors by text hash; committed at once so a killed build keeps them."""
+        if not hashes:
+            return
+        dimension = int(vectors.shape[1])
+        with self._transaction():
+            self._con.execute(embeddings_table_sql(dimension))
+            arrow = pa.table({
+                "text_hash": list(hashes),
+                "tokens": list(tokens),
+                "truncated": [t > max_tokens for t in tokens],
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(vectors.astype(np.float32).ravel()), dimension),
+            })
+            self._insert_arrow("embeddings", arrow)
+
+    def prune_embeddings(self) -> None:
+        """Drop vectors no chunk uses any more."""
+        if self._has_embeddings_table():
+            self._con.execute(
+                "DELETE FROM embeddings WHERE text_hash NOT IN (SELECT text_hash FROM chunks)"
+            )
+
+    def replace_cochange(self, pairs: dict[tuple[str, str], int]) -> None:
+        ordered = sorted(pairs.items())
+        with self._transaction():
+            self._con.execute("DELETE FROM cochange")
+            self._insert("cochange", {
+                "path_a": [a for (a, _), _ in ordered],
+                "path_b": [b for (_, b), _ in ordered],
+                "commits": [n for _, n in ordered],
+            })
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        with self._transaction():
+            self._con.execute("DELETE FROM manifest")
+            self._con.executemany(
+                "INSERT INTO manifest VALUES (?, ?)",
+                [(k, str(v)) for k, v in asdict(manifest).items()],
+            )
+        self.manifest = manifest
+
+    # -- digest ------------------------------------------------------------------
+
+    def digest(self) -> str:
+        """A stable hash of the index content: no build ids, timestamps or float noise.
+
+        Embeddings count by which texts have one (and their token counts), not by vector
+        values, which may differ in the last bits between batchings of the same text.
+        """
+        assert self.manifest is not None
+        h = hashlib.sha256()
+        settings = {k: v for k, v in asdict(self.manifest).items()
+                    if k not in ("build_id", "built_at")}
+        h.update(json.dumps(settings, sort_keys=True).encode())
+        tables = dict(DATA_TABLES, cochange="path_a, path_b")
+        for table, order in tables.items():
+            h.update(self._table_digest(table, order).encode())
+        # A missing embeddings table and an empty one hash alike.
+        embeddings = (self._table_digest("embeddings", "text_hash", "text_hash, tokens, truncated")
+                      if self._has_embeddings_table() else _EMPTY_DIGEST.format("embeddings"))
+        h.update(embeddings.encode())
+        return h.hexdigest()
+
+    def _table_digest(self, table: str, order: str, columns: str = "*") -> str:
+        row = self._con.execute(
+            f"SELECT count(*), md5(coalesce(string_agg(CAST(t AS VARCHAR), chr(30) "
+            f"ORDER BY {order}), '')) FROM (SELECT {columns} FROM {table}) AS t"
+        ).fetchone()
+        assert row is not None
+        return f"{table}:{row[0]}:{row[1]};"
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _insert(self, table: str, columns: TableRows) -> None:
+        if columns and len(next(iter(columns.values()))):
+            self._insert_arrow(table, pa.table(columns))
+
+    def _insert_arrow(self, table: str, arrow: pa.Table) -> None:
+        self._con.register("new_rows", arrow)
+        names = ", ".join(arrow.column_names)
+        self._con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM new_rows")
+        self._con.unregister("new_rows")
+
+    def _has_embeddings_table(self) -> bool:
+        return _table_exists(self._con, "embeddings")
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._con, self.path)
+
+
+class _Transaction:
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        self._con = con
+        self._path = path
+
+    def __enter__(self) -> None:
+        self._con.execute("BEGIN TRANSACTION")
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: object, tb: object) -> None:
+        if exc_type is None:
+            try:
+                self._con.execute("COMMIT")
+            except duckdb.Error as err:
+                raise IndexFileError(f"cannot write index {self._path}: {err}") from err
+        else:
+            self._con.execute("ROLLBACK")
+            if isinstance(exc, duckdb.Error):
+                raise IndexFileError(f"cannot write index {self._path}: {exc}") from exc
+
+
+def _connect(path: Path, warn: Callable[[str], None]) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(str(path))
+    except duckdb.Error as exc:
+        if _LOCKED.search(str(exc)):
+            raise IndexFileError(f"index {path} is in use by another process") from exc
+        return _connect(_move_aside(path, f"it cannot be opened ({_first_line(exc)})", warn),
+                        warn)
+
+
+def _read_manifest(con: duckdb.DuckDBPyConnection) -> Manifest | None:
+    """The manifest of a file written by this schema, else None. Raises duckdb.Error."""
+    if not (_table_exists(con, "manifest") and _table_exists(con, "schema_migrations")):
+        return None
+    applied = [n for (n,) in con.execute(
+        "SELECT name FROM schema_migrations ORDER BY version").fetchall()]
+    values = dict(con.execute("SELECT key, value FROM manifest").fetchall())
+    if applied != [name for name, _ in MIGRATIONS] or not values:
+        return None
+    return _manifest_from(values)
+
+
+def _manifest_from(values: dict[str, str]) -> Manifest | None:
+    kwargs: dict[str, Any] = {}
+    for f in fields(Manifest):
+        if f.name not in values:
+            return None
+        kwargs[f.name] = int(values[f.name]) if f.type == "int" else values[f.name]
+    return Manifest(**kwargs)
+
+
+def _reset(con: duckdb.DuckDBPyConnection, path: Path, reason: str,
+           warn: Callable[[str], None], keep_embeddings: bool = False
+           ) -> duckdb.DuckDBPyConnection:
+    """Empty the file for a full rebuild, keeping content-addressed vectors if allowed."""
+    warn(f"rebuilding index {path}: {reason}")
+    tables = [t for (t,) in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+    ).fetchall()]
+    for table in tables:
+        if not (keep_embeddings and table == "embeddings"):
+            con.execute(f'DROP TABLE "{table}"')
+    return con
+
+
+def _move_aside(path: Path, reason: str, warn: Callable[[str], None]) -> Path:
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    for suffix in ("", ".wal"):
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            source.replace(Path(f"{aside}{suffix}"))
+    warn(f"index {path} moved aside to {aside.name} and rebuilt: {reason}")
+    return path
+
+
+def _migrate(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("BEGIN TRANSACTION")
+    con.execute("CREATE TABLE schema_migrations (version INTEGER NOT NULL, "
+                "name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    for version, (name, sql) in enumerate(MIGRATIONS, start=1):
+        con.execute(sql)
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", (version, name))
+    con.execute("COMMIT")
+    assert version == SCHEMA_VERSION
+
+
+def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("SELECT count(*) FROM information_schema.tables "
+                      "WHERE table_schema = 'main' AND table_name != 'embeddings'").fetchone()
+    return bool(row and row[0])
+
+
+def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    row = con.execute("SELECT count(*) FROM information_schema.tables "
+                      "WHERE table_schema = 'main' AND table_name = ?", (name,)).fetchone()
+    return bool(row and row[0])
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,46 @@
+"""Source text -> chunks, definitions, references and imports (pure; no I/O).
+
+``parse_file`` picks the parser for the language, then applies what holds for every
+language: secret-looking strings are redacted from chunk text, and chunks carrying an
+explicit deprecation marker get the ``deprecated`` role.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pr_context.languages import CODE_LANGUAGES
+from pr_context.models import Chunk, ParsedFile, Role
+from pr_context.parse.code import parse_code
+from pr_context.parse.docs import parse_markdown, parse_rst
+from pr_context.parse.text import parse_text_windows
+from pr_context.roles import chunk_role
+from pr_context.secrets import redact_secrets
+
+__all__ = ["PARSER_VERSION", "parse_file"]
+
+# Bump whenever parsing, chunking, roles or redaction change what lands in the index:
+# indexes built by another parser version are rebuilt rather than mixed.
+PARSER_VERSION = "1"
+
+
+def parse_file(path: str, text: str, language: str, role: Role) -> ParsedFile:
+    """Parse one decoded file. Never raises on malformed input."""
+    if language in CODE_LANGUAGES:
+        parsed = parse_code(path, text, language, role)
+    elif language == "markdown":
+        parsed = parse_markdown(path, text, role)
+    elif language == "rst":
+        parsed = parse_rst(path, text, role)
+    else:
+        parsed = parse_text_windows(path, text, language, role)
+    return replace(parsed, chunks=tuple(_finish_chunk(c) for c in parsed.chunks))
+
+
+def _finish_chunk(chunk: Chunk) -> Chunk:
+    return replace(
+        chunk,
+        text=redact_secrets(chunk.text),
+        context=redact_secrets(chunk.context),
+        role=chunk_role(chunk.role, chunk.text),
+    )

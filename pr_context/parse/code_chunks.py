@@ -1,0 +1,303 @@
+"""Chunks of a code file: AST units with an enrichment header for embedding.
+
+Units are the module-level sites and the members of unit containers (class-like sites,
+Rust ``impl``/``mod``, TypeScript namespaces); functions nested in functions stay inside
+their parent's chunk, and so do bodiless members (interface methods, trait signatures).
+
+- A function or method unit is one ``definition`` chunk from its leading comments and
+  decorators to its end. Over ``MAX_CHUNK_LINES`` or ``MAX_CHUNK_CHARS`` it becomes
+  ``definition_part`` chunks cut between body statements; every part after the first
+  starts with the signature lines again. A single statement over the limit is cut by
+  lines.
+- A container gets ``class_header`` chunks: its lines with each member unit elided to the
+  member's signature lines (so the text is not contiguous source), split like a function
+  when too big, repeating the declaration lines.
+- Lines outside module-level units are grouped into ``module`` chunks of consecutive
+  statements, split between statements when too big.
+
+Chunk text is the source lines joined by ``\\n``; chunks are ordered by start line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import accumulate, compress
+from typing import TYPE_CHECKING
+
+from pr_context.models import Chunk, ChunkKind, Role
+from pr_context.parse.code_defs import Site, end_row
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+__all__ = ["MAX_CHUNK_CHARS", "MAX_CHUNK_LINES", "build_chunks"]
+
+MAX_CHUNK_LINES = 80
+MAX_CHUNK_CHARS = 4_000
+# A signature repeated on every part may use at most this share of a part's budget.
+_MAX_PREFIX_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class _File:
+    path: str
+    language: str
+    role: Role
+    lines: list[str]
+    widths: list[int]  # characters per line, newline included
+    offsets: list[int]  # characters before each line, newlines included
+
+    def range_chars(self, first: int, last: int) -> int:
+        return self.offsets[last + 1] - self.offsets[first]
+
+
+@dataclass
+class _Piece:
+    prefix: int  # how many leading rows repeat the signature
+    rows: list[int]
+    chars: int  # newlines included
+
+
+def build_chunks(
+    root: Node, sites: list[Site], lines: list[str], path: str, language: str, role: Role
+) -> list[Chunk]:
+    """All chunks of one file, ordered by start line."""
+    widths = [len(line) + 1 for line in lines]
+    file = _File(path, language, role, lines, widths, [0, *accumulate(widths)])
+    units = _units(sites)
+    chunks: list[Chunk] = []
+    for unit in units.values():
+        if unit.is_container:
+            members = [child for child in unit.children if id(child) in units]
+            chunks.extend(_container_chunks(unit, members, file))
+        else:
+            chunks.extend(_function_chunks(unit, file))
+    top_level = [unit for unit in units.values() if unit.parent is None]
+    chunks.extend(_module_chunks(root, top_level, file))
+    chunks.sort(key=lambda chunk: (chunk.start_line, -chunk.end_line))
+    return chunks
+
+
+def _units(sites: list[Site]) -> dict[int, Site]:
+    """Sites that get their own chunks, by ``id``; parents come before their children."""
+    units: dict[int, Site] = {}
+    for site in sites:
+        parent = site.parent
+        if parent is None or (
+            parent.is_container
+            and id(parent) in units
+            and (site.is_container or site.body is not None)
+        ):
+            units[id(site)] = site
+    return units
+
+
+def _function_chunks(unit: Site, file: _File) -> list[Chunk]:
+    first, last_row = unit.chunk_row, unit.end_row
+    if _fits(last_row - first + 1, file.range_chars(first, last_row)):
+        return [_chunk("definition", _Piece(0, list(range(first, last_row + 1)), 0), unit, file)]
+    statements = _statements(unit.body)
+    head_end = statements[0].start_point.row - 1 if statements else unit.signature_end_row
+    head = list(range(first, head_end + 1))
+    items, last = _items(statements, head_end + 1, None)
+    if not statements:
+        items = [[row] for row in range(head_end + 1, last_row + 1)]
+        last = last_row
+    prefix = list(range(unit.signature_row, head_end + 1))
+    tail = list(range(last + 1, last_row + 1))
+    pieces = _pack(head, items, prefix, tail, file)
+    return [_chunk("definition_part", piece, unit, file) for piece in pieces]
+
+
+def _container_chunks(unit: Site, members: list[Site], file: _File) -> list[Chunk]:
+    kept = _kept_rows(unit, members)
+    if _fits_rows(kept, file):
+        return [_chunk("class_header", _Piece(0, kept, 0), unit, file)]
+    statements = _statements(unit.body)
+    head_end = statements[0].start_point.row - 1 if statements else unit.signature_end_row
+    keep = set(kept)
+    head = [row for row in range(unit.chunk_row, head_end + 1) if row in keep]
+    items, last = _items(statements, head_end + 1, keep)
+    if not statements:
+        items = [[row] for row in kept if row > head_end]
+        last = unit.end_row
+    prefix = [row for row in range(unit.signature_row, head_end + 1) if row in keep]
+    tail = [row for row in range(last + 1, unit.end_row + 1) if row in keep]
+    pieces = _pack(head, items, prefix, tail, file)
+    return [_chunk("class_header", piece, unit, file) for piece in pieces]
+
+
+def _kept_rows(unit: Site, members: list[Site]) -> list[int]:
+    """The container's rows with each member unit reduced to its signature rows."""
+    keep = bytearray(b"\x01") * (unit.end_row - unit.chunk_row + 1)
+    base = unit.chunk_row
+    for member in members:
+        keep[member.chunk_row - base : member.end_row - base + 1] = bytes(
+            member.end_row - member.chunk_row + 1
+        )
+        signature_end = min(member.signature_end_row, member.end_row)
+        keep[member.signature_row - base : signature_end - base + 1] = b"\x01" * (
+            signature_end - member.signature_row + 1
+        )
+    return list(compress(range(base, base + len(keep)), keep))
+
+
+def _statements(body: Node | None) -> list[Node]:
+    """The body's statements or members; Go wraps them in a ``statement_list``."""
+    if body is None:
+        return []
+    children = body.named_children
+    if len(children) == 1 and children[0].type == "statement_list":
+        return children[0].named_children
+    return children
+
+
+def _items(nodes: list[Node], first_row: int, keep: set[int] | None) -> tuple[list[list[int]], int]:
+    """Row groups that may not be cut apart: one per statement, with the gap above it.
+
+    Statements sharing a row form one group. Returns the groups and the last row used.
+    """
+    items: list[list[int]] = []
+    last = first_row - 1
+    for node in nodes:
+        node_end = end_row(node)
+        if node_end <= last:
+            continue
+        rows = [row for row in range(last + 1, node_end + 1) if keep is None or row in keep]
+        joins_previous = items and node.start_point.row <= last
+        last = node_end
+        if joins_previous:
+            items[-1].extend(rows)
+        elif rows:
+            items.append(rows)
+    return items, last
+
+
+def _pack(
+    head: list[int], items: list[list[int]], prefix: list[int], tail: list[int], file: _File
+) -> list[_Piece]:
+    """Greedily fill pieces with whole items; later pieces start with ``prefix``."""
+    prefix_chars = _chars(prefix, file)
+    too_long = len(prefix) > MAX_CHUNK_LINES * _MAX_PREFIX_SHARE
+    if too_long or prefix_chars > MAX_CHUNK_CHARS * _MAX_PREFIX_SHARE:
+        prefix, prefix_chars = [], 0
+    piece = _Piece(0, list(head), _chars(head, file))
+    pieces: list[_Piece] = []
+    for item in items:
+        for part, part_chars in _cut(item, len(prefix), prefix_chars, file):
+            has_own_rows = len(piece.rows) > piece.prefix
+            if has_own_rows and not _fits(len(piece.rows) + len(part), piece.chars + part_chars):
+                pieces.append(piece)
+                piece = _Piece(len(prefix), list(prefix), prefix_chars)
+            piece.rows.extend(part)
+            piece.chars += part_chars
+    piece.rows.extend(tail)
+    pieces.append(piece)
+    return [piece for piece in pieces if len(piece.rows) > piece.prefix]
+
+
+def _cut(
+    item: list[int], base_lines: int, base_chars: int, file: _File
+) -> list[tuple[list[int], int]]:
+    """(rows, chars) of ``item`` whole, or cut by lines when it cannot fit a piece alone."""
+    chars = _chars(item, file)
+    if _fits(base_lines + len(item), base_chars + chars):
+        return [(item, chars)]
+    parts: list[tuple[list[int], int]] = []
+    rows: list[int] = []
+    size = 0
+    for row in item:
+        width = file.widths[row]
+        if rows and not _fits(base_lines + len(rows) + 1, base_chars + size + width):
+            parts.append((rows, size))
+            rows, size = [], 0
+        rows.append(row)
+        size += width
+    parts.append((rows, size))
+    return parts
+
+
+def _chars(rows: list[int], file: _File) -> int:
+    return sum(map(file.widths.__getitem__, rows))
+
+
+def _fits(lines: int, chars: int) -> bool:
+    # ``chars`` counts a newline per line; the last one is not part of the text.
+    return lines <= MAX_CHUNK_LINES and chars <= MAX_CHUNK_CHARS + 1
+
+
+def _fits_rows(rows: list[int], file: _File) -> bool:
+    return _fits(len(rows), _chars(rows, file))
+
+
+def _module_chunks(root: Node, top_level: list[Site], file: _File) -> list[Chunk]:
+    """Statements outside module-level units, grouped while no unit comes between."""
+    covered = bytearray(len(file.lines))
+    for unit in top_level:
+        covered[unit.chunk_row : unit.end_row + 1] = b"\x01" * (unit.end_row - unit.chunk_row + 1)
+    groups: list[list[list[int]]] = [[]]
+    last = -1
+    for node in root.named_children:
+        node_end = min(end_row(node), len(file.lines) - 1)
+        if node_end <= last:
+            continue
+        if covered.find(1, last + 1, node_end + 1) == -1:
+            groups[-1].append(list(range(last + 1, node_end + 1)))
+        else:
+            _split_at_units(range(last + 1, node_end + 1), covered, groups)
+        last = node_end
+    chunks: list[Chunk] = []
+    for items in groups:
+        for piece in _pack([], items, [], [], file):
+            chunks.extend(_module_chunk(piece, file))
+    return chunks
+
+
+def _split_at_units(rows: range, covered: bytearray, groups: list[list[list[int]]]) -> None:
+    """Add the uncovered ``rows`` to ``groups``, starting a new group after each unit."""
+    item: list[int] = []
+    for row in rows:
+        if not covered[row]:
+            item.append(row)
+            continue
+        if item:
+            groups[-1].append(item)
+            item = []
+        if groups[-1]:
+            groups.append([])
+    if item:
+        groups[-1].append(item)
+
+
+def _module_chunk(piece: _Piece, file: _File) -> list[Chunk]:
+    rows = piece.rows
+    while rows and not file.lines[rows[-1]].strip():
+        rows = rows[:-1]
+    while rows and not file.lines[rows[0]].strip():
+        rows = rows[1:]
+    if not rows:
+        return []
+    text = "\n".join(file.lines[row] for row in rows)
+    context = f"path: {file.path}\nlanguage: {file.language}"
+    return [Chunk("module", rows[0] + 1, rows[-1] + 1, text, None, file.role, context)]
+
+
+def _chunk(kind: ChunkKind, piece: _Piece, unit: Site, file: _File) -> Chunk:
+    rows = piece.rows
+    text = "\n".join(file.lines[row] for row in rows)
+    start = rows[piece.prefix] + 1
+    return Chunk(kind, start, rows[-1] + 1, text, unit.qualified, file.role, _context(unit, file))
+
+
+def _context(unit: Site, file: _File) -> str:
+    """``path``, ``language``, the enclosing containers, the symbol and its signature."""
+    lines = [f"path: {file.path}", f"language: {file.language}"]
+    enclosing: list[str] = []
+    parent = unit.parent
+    while parent is not None:
+        enclosing.append(f"{parent.capture}: {parent.name}")
+        parent = parent.parent
+    lines.extend(reversed(enclosing))
+    lines.append(f"symbol: {unit.qualified}")
+    lines.append(f"signature: {unit.signature}")
+    return "\n".join(lines)

@@ -1,0 +1,331 @@
+"""Definitions from tag-query matches: nesting, qualified names, signatures, docstrings.
+
+A :class:`Site` is any node the query tagged ``@definition.<capture>``: the definitions of
+:data:`~pr_context.models.DefKind`, plus Rust ``impl`` and ``mod`` blocks and TypeScript
+namespaces, which only qualify the names inside them (``capture`` ``impl``/``module``).
+A ``function`` whose nearest enclosing site is class-like is a method; Go methods are
+qualified by their receiver type, Rust ``impl`` methods by the implemented type.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pr_context.models import DefKind, Definition
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+    from pr_context.parse.code_lang import LanguageSpec
+
+__all__ = ["DefinitionTag", "Site", "collect_sites", "end_row", "node_text"]
+
+# (pattern index, capture kind, definition node, name node) from one query match.
+DefinitionTag = tuple[int, str, "Node", "Node"]
+# Sites a ``function`` is a method of.
+_CLASS_LIKE = frozenset({"class", "struct", "interface", "trait", "enum", "type", "impl"})
+_SCOPES = frozenset({"impl", "module"})
+_KINDS: dict[str, DefKind] = {
+    "function": "function", "method": "method", "class": "class", "struct": "struct",
+    "interface": "interface", "trait": "trait", "enum": "enum", "type": "type",
+}
+# Definitions whose function (or class) is the node in their ``value`` field.
+_VALUE_HOLDERS = frozenset({"variable_declarator", "public_field_definition", "field_definition"})
+_PARAMETER_NAMES = frozenset(
+    {"identifier", "shorthand_property_identifier_pattern", "property_identifier"}
+)
+_NOT_PARAMETERS = frozenset(
+    {"self_parameter", "this", "comment", "line_comment", "block_comment", "keyword_separator",
+     "positional_separator", "receiver_parameter", "variadic_parameter"}
+)
+# Parameters named by their last named child: ``*args``, ``...rest``, ``String... rest``.
+_REST_PARAMETERS = frozenset(
+    {"list_splat_pattern", "dictionary_splat_pattern", "rest_pattern", "spread_parameter"}
+)
+_SELF_NAMES = frozenset({"self", "cls"})
+_TYPE_NAMES = frozenset({"type_identifier", "identifier", "primitive_type", "field_identifier"})
+# Comments that document the file or the enclosing item, never the next definition.
+_INNER_DOC_PREFIXES = ("//!", "/*!")
+_SIGNATURE_TRAILERS = " \t:;{"
+
+
+@dataclass(eq=False)
+class Site:
+    """A definition or naming scope found in the tree, in source order."""
+
+    node: Node
+    capture: str  # function, method, class, ..., impl, module
+    name: str
+    outer: Node  # ``node`` plus wrappers: decorators, ``export``, ``const x =``
+    body: Node | None
+    start_row: int  # 0-based; includes decorators, annotations and Rust attributes
+    chunk_row: int  # 0-based; also includes the comments right above
+    end_row: int
+    signature_row: int  # first row after decorators
+    signature_end_row: int  # last row before the body
+    parent: Site | None = None
+    qualified: str = ""
+    signature: str = ""
+    definition: Definition | None = None
+    children: list[Site] = field(default_factory=list)
+
+    @property
+    def is_container(self) -> bool:
+        """Whether the site holds members (class-like or a scope) rather than code."""
+        return self.capture in _CLASS_LIKE or self.capture == "module"
+
+
+def node_text(node: Node, src: bytes) -> str:
+    """The source text of ``node``."""
+    return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def end_row(node: Node) -> int:
+    """The last row ``node`` has text on (a node ending at column 0 ends the row before)."""
+    row, column = node.end_point
+    return row - 1 if column == 0 and row > node.start_point.row else row
+
+
+def collect_sites(
+    tags: list[DefinitionTag], src: bytes, spec: LanguageSpec, module: str
+) -> list[Site]:
+    """Sites from definition tags, nested, qualified and turned into Definitions."""
+    sites = _unique_sites(tags, src, spec)
+    _nest(sites)
+    for site in sites:
+        _describe(site, src, spec, module)
+    return sites
+
+
+def _unique_sites(tags: list[DefinitionTag], src: bytes, spec: LanguageSpec) -> list[Site]:
+    """One site per node: where patterns overlap (Go ``type_spec``) the first pattern wins."""
+    best: dict[int, DefinitionTag] = {}
+    for tag in tags:
+        node_id = tag[2].id
+        if node_id not in best or tag[0] < best[node_id][0]:
+            best[node_id] = tag
+    ordered = sorted(best.values(), key=lambda tag: (tag[2].start_byte, -tag[2].end_byte))
+    return [_site(node, kind, name, src, spec) for _, kind, node, name in ordered]
+
+
+def _site(node: Node, capture: str, name: Node, src: bytes, spec: LanguageSpec) -> Site:
+    outer = _outer(node, spec)
+    start_row, chunk_row = _leading_rows(outer, spec)
+    body = _body(node)
+    signature_start = _signature_start(outer, spec)
+    signature_row = signature_start.start_point.row
+    return Site(
+        node=node,
+        capture=capture,
+        name=_base_type_name(name, src) if capture == "impl" else node_text(name, src),
+        outer=outer,
+        body=body,
+        start_row=start_row,
+        chunk_row=chunk_row,
+        end_row=end_row(outer),
+        signature_row=signature_row,
+        signature_end_row=_signature_end_row(signature_row, body, end_row(outer), spec),
+    )
+
+
+def _outer(node: Node, spec: LanguageSpec) -> Node:
+    """Climb through wrappers that hold nothing but this definition (and decorators)."""
+    outer = node
+    parent = outer.parent
+    while parent is not None and parent.type in spec.wrappers:
+        if any(c.id != outer.id and c.type not in spec.decorators for c in parent.named_children):
+            break
+        outer, parent = parent, parent.parent
+    return outer
+
+
+def _leading_rows(outer: Node, spec: LanguageSpec) -> tuple[int, int]:
+    """(start row with attributes, chunk row with the comments directly above too)."""
+    start = chunk = outer.start_point.row
+    leading = spec.attributes | spec.comments
+    sibling = outer.prev_sibling
+    while sibling is not None and sibling.type in leading:
+        if end_row(sibling) < chunk - 1:
+            break
+        chunk = sibling.start_point.row
+        if sibling.type in spec.attributes:
+            start = chunk
+        sibling = sibling.prev_sibling
+    return start, chunk
+
+
+def _leading_comments(site: Site, src: bytes, spec: LanguageSpec) -> list[str]:
+    comments: list[str] = []
+    sibling = site.outer.prev_sibling
+    while sibling is not None and sibling.start_point.row >= site.chunk_row:
+        if sibling.type in spec.comments:
+            comments.append(node_text(sibling, src))
+        sibling = sibling.prev_sibling
+    return comments[::-1]
+
+
+def _body(node: Node) -> Node | None:
+    holder = node.child_by_field_name("value") if node.type in _VALUE_HOLDERS else node
+    return None if holder is None else holder.child_by_field_name("body")
+
+
+def _function(node: Node) -> Node:
+    value = node.child_by_field_name("value") if node.type in _VALUE_HOLDERS else None
+    return node if value is None else value
+
+
+def _signature_start(outer: Node, spec: LanguageSpec) -> Node:
+    """The first node of the declaration after decorators and annotations."""
+    for child in outer.children:
+        if child.type in spec.decorators:
+            continue
+        if child.type != "modifiers":
+            return child
+        for modifier in child.children:
+            if modifier.type not in spec.decorators:
+                return modifier
+    return outer
+
+
+def _signature_end_row(start: int, body: Node | None, last: int, spec: LanguageSpec) -> int:
+    if body is None:
+        return last
+    row = body.start_point.row
+    return max(start, row - 1) if spec.indented else row
+
+
+def _nest(sites: list[Site]) -> None:
+    """Set each site's parent: sites are sorted by start, so a stack of open ones does it."""
+    stack: list[Site] = []
+    for site in sites:
+        while stack and stack[-1].node.end_byte <= site.node.start_byte:
+            stack.pop()
+        if stack:
+            site.parent = stack[-1]
+            stack[-1].children.append(site)
+        stack.append(site)
+
+
+def _describe(site: Site, src: bytes, spec: LanguageSpec, module: str) -> None:
+    """Fill in the qualified name, signature and Definition of one site."""
+    owner = site.parent.qualified if site.parent is not None else module
+    if site.capture == "method" and site.parent is None:
+        owner = _join(module, _receiver_type(site.node, src))
+    site.qualified = _join(owner, site.name)
+    site.signature = _signature(site, src, spec)
+    if site.capture in _SCOPES:
+        return
+    is_method = site.parent is not None and site.parent.capture in _CLASS_LIKE
+    kind = "method" if site.capture == "function" and is_method else _KINDS[site.capture]
+    function_like = kind in {"function", "method"}
+    has_owner = site.parent is not None or site.capture == "method"
+    site.definition = Definition(
+        name=site.name,
+        qualified_name=site.qualified,
+        kind=kind,
+        signature=site.signature,
+        parameters=_parameters(site.node, src, spec) if function_like else (),
+        docstring=_docstring(site, src, spec),
+        start_line=site.start_row + 1,
+        end_line=site.end_row + 1,
+        parent=(owner or None) if has_owner else None,
+    )
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _receiver_type(node: Node, src: bytes) -> str:
+    receiver = node.child_by_field_name("receiver")
+    parameter = receiver.named_child(0) if receiver is not None else None
+    kind = parameter.child_by_field_name("type") if parameter is not None else None
+    return _base_type_name(kind, src) if kind is not None else ""
+
+
+def _base_type_name(node: Node, src: bytes) -> str:
+    """``Point`` for ``Point<T>``, ``*Store[K, V]``, ``&'a mut geo::Point``."""
+    current: Node | None = node
+    while current is not None and current.type not in _TYPE_NAMES:
+        current = (
+            current.child_by_field_name("name")
+            or current.child_by_field_name("type")
+            or current.named_child(0)
+        )
+    return node_text(current if current is not None else node, src)
+
+
+def _signature(site: Site, src: bytes, spec: LanguageSpec) -> str:
+    """Declaration text from after the decorators up to the body, whitespace collapsed."""
+    start = _signature_start(site.outer, spec).start_byte
+    body = site.body
+    end = body.start_byte if body is not None and body.start_byte > start else site.outer.end_byte
+    text = " ".join(src[start:end].decode("utf-8", "replace").split())
+    if body is None and "{" in text:
+        text = text[: text.index("{")]
+    return text.rstrip(_SIGNATURE_TRAILERS)
+
+
+def _parameters(node: Node, src: bytes, spec: LanguageSpec) -> tuple[str, ...]:
+    function = _function(node)
+    holder = function.child_by_field_name("parameters") or function.child_by_field_name("parameter")
+    if holder is None:
+        return ()
+    nodes = holder.named_children if holder.type not in _PARAMETER_NAMES else [holder]
+    names = [name for child in nodes for name in _parameter_names(child, src)]
+    if spec.indented and names and names[0] in _SELF_NAMES:
+        names = names[1:]
+    return tuple(names)
+
+
+def _parameter_names(node: Node, src: bytes) -> list[str]:
+    """Names bound by one parameter; a destructuring pattern is named by its text."""
+    if node.type in _PARAMETER_NAMES:
+        return [node_text(node, src)]
+    if node.type in _NOT_PARAMETERS:
+        return []
+    names = node.children_by_field_name("name")
+    if names:
+        return [name for child in names for name in _parameter_names(child, src)]
+    inner = node.child_by_field_name("pattern") or node.child_by_field_name("left")
+    if inner is None and node.type in _REST_PARAMETERS and node.named_child_count:
+        inner = node.named_child(node.named_child_count - 1)
+    if inner is None and node.type == "typed_parameter":
+        inner = node.named_child(0)
+    if inner is not None:
+        return _parameter_names(inner, src)
+    if node.child_by_field_name("type") is not None:
+        return []  # an unnamed parameter: Go ``func(int)``
+    return [" ".join(node_text(node, src).split())]
+
+
+def _docstring(site: Site, src: bytes, spec: LanguageSpec) -> str | None:
+    if spec.indented:
+        return _python_docstring(site.body, src)
+    lines = [line for raw in _leading_comments(site, src, spec) for line in _comment_lines(raw)]
+    return "\n".join(lines).strip() or None
+
+
+def _python_docstring(body: Node | None, src: bytes) -> str | None:
+    string = body.named_child(0) if body is not None else None
+    if string is not None and string.type == "expression_statement":
+        string = string.named_child(0)
+    if string is None or string.type != "string":
+        return None
+    raw = node_text(string, src).lstrip("rRbBuUfF")
+    for quote in ('"""', "'''", '"', "'"):
+        if len(raw) >= 2 * len(quote) and raw.startswith(quote) and raw.endswith(quote):
+            return inspect.cleandoc(raw[len(quote) : -len(quote)]) or None
+    return None
+
+
+def _comment_lines(raw: str) -> list[str]:
+    """A comment's text without ``//``, ``///``, ``/** */`` markers and leading ``*``."""
+    if raw.startswith(_INNER_DOC_PREFIXES):
+        return []
+    if raw.startswith("/*"):
+        inner = raw[2:-2] if raw.endswith("*/") else raw[2:]
+        return [line.strip().removeprefix("*").strip() for line in inner.lstrip("*").split("\n")]
+    return [raw.lstrip("/#").strip()]

@@ -1,0 +1,64 @@
+; Shared by javascript, typescript and tsx (TypeScript's grammar extends JavaScript's).
+; Definitions: @definition.<kind> is the definition node, @name.definition.<kind> its name.
+; A "function" directly inside a class body becomes a method in code_defs.
+
+(function_declaration
+  name: (identifier) @name.definition.function) @definition.function
+
+(generator_function_declaration
+  name: (identifier) @name.definition.function) @definition.function
+
+(method_definition
+  name: (_) @name.definition.function) @definition.function
+
+(variable_declarator
+  name: (identifier) @name.definition.function
+  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
+
+(class_declaration
+  name: (_) @name.definition.class) @definition.class
+
+(variable_declarator
+  name: (identifier) @name.definition.class
+  value: (class)) @definition.class
+
+; References: @name.reference.<kind> is the last identifier, @receiver the text left of it.
+; When one identifier matches several patterns the kind with the highest priority wins
+; (call > instantiation > type > attribute), then the match with a receiver.
+
+(call_expression
+  function: (identifier) @name.reference.call)
+
+(call_expression
+  function: (member_expression
+    object: (_) @receiver
+    property: [(property_identifier) (private_property_identifier)] @name.reference.call))
+
+(new_expression
+  constructor: (identifier) @name.reference.instantiation)
+
+(new_expression
+  constructor: (member_expression
+    object: (_) @receiver
+    property: (property_identifier) @name.reference.instantiation))
+
+(member_expression
+  object: (_) @receiver
+  property: [(property_identifier) (private_property_identifier)] @name.reference.attribute)
+
+; Applying a decorator calls it.
+(decorator (identifier) @name.reference.call)
+(decorator (member_expression
+  object: (_) @receiver
+  property: (property_identifier) @name.reference.call))
+
+; Imports, read by code_imports: import statements, re-exports, require() and import().
+(import_statement) @import
+(export_statement source: (_)) @import
+(call_expression
+  function: (identifier) @_require
+  arguments: (arguments . (string))
+  (#eq? @_require "require")) @import
+(call_expression
+  function: (import)
+  arguments: (arguments . (string))) @import

@@ -1,0 +1,45 @@
+; TypeScript additions to ecmascript.scm (also used for tsx).
+
+(function_signature
+  name: (identifier) @name.definition.function) @definition.function
+
+(method_signature
+  name: (_) @name.definition.function) @definition.function
+
+(abstract_method_signature
+  name: (_) @name.definition.function) @definition.function
+
+(public_field_definition
+  name: (_) @name.definition.function
+  value: [(arrow_function) (function_expression)]) @definition.function
+
+(abstract_class_declaration
+  name: (type_identifier) @name.definition.class) @definition.class
+
+(interface_declaration
+  name: (type_identifier) @name.definition.interface) @definition.interface
+
+(type_alias_declaration
+  name: (type_identifier) @name.definition.type) @definition.type
+
+(enum_declaration
+  name: (identifier) @name.definition.enum) @definition.enum
+
+(internal_module
+  name: (_) @name.definition.module) @definition.module
+
+(module
+  name: (_) @name.definition.module) @definition.module
+
+; Type uses. Declared type parameters are not uses.
+(extends_clause value: (identifier) @name.reference.type)
+(extends_clause value: (member_expression
+  object: (_) @receiver
+  property: (property_identifier) @name.reference.type))
+(type_parameter name: (type_identifier) @skip)
+
+(nested_type_identifier
+  module: (_) @receiver
+  name: (type_identifier) @name.reference.type)
+
+(type_identifier) @name.reference.type

@@ -1,0 +1,74 @@
+"""Shared fixtures: real git repositories in temp dirs, a deterministic embedder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import FakeEmbedder
+
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+class GitRepo:
+    """A real git repository in a temp dir, with helpers to write and commit files."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+
+    def git(self, *args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=self.path, check=True, capture_output=True,
+                              env={**os.environ, **_GIT_ENV})
+        return done.stdout.decode()
+
+    def write(self, relpath: str, content: str | bytes) -> None:
+        target = self.path / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+
+    def remove(self, relpath: str) -> None:
+        (self.path / relpath).unlink()
+
+    def rename(self, old: str, new: str) -> None:
+        (self.path / new).parent.mkdir(parents=True, exist_ok=True)
+        (self.path / old).rename(self.path / new)
+
+    def commit(self, message: str = "change") -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[..., GitRepo]:
+    """Create a git repository, optionally with files committed as its first commit."""
+    counter = iter(range(1000))
+
+    def make(files: dict[str, str | bytes] | None = None) -> GitRepo:
+        repo = GitRepo(tmp_path / f"repo{next(counter)}")
+        if files:
+            for relpath, content in files.items():
+                repo.write(relpath, content)
+            repo.commit("initial")
+        return repo
+
+    return make
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()

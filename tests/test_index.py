@@ -1,0 +1,382 @@
+"""Building and updating the index against real git repositories and real DuckDB files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from pr_context.cli import cli
+from pr_context.git import open_repository
+from pr_context.index.build import IndexOptions, IndexResult, build_index
+from pr_context.index.store import DATA_TABLES
+from pr_context.progress import SilentProgress
+from tests.conftest import GitRepo
+from tests.fakes import FakeEmbedder
+
+PY_MODULE = '''"""Client helpers."""
+import os
+from .util import retry
+
+
+class Client:
+    """Talks to the server."""
+
+    timeout = 10
+
+    def get(self, url: str) -> str:
+        return retry(lambda: self._fetch(url))
+
+    def _fetch(self, url):
+        return os.path.join(url, "x")
+
+
+def connect(host: str, port: int = 80) -> Client:
+    return Client()
+'''
+
+UTIL = '''def retry(fn, attempts=3):
+    for _ in range(attempts):
+        return fn()
+'''
+
+README = '''# Demo
+
+Use `connect()` to get a `Client`.
+
+## API
+
+::: pkg.client.connect
+'''
+
+STARTER = {
+    "pkg/__init__.py": "",
+    "pkg/client.py": PY_MODULE,
+    "pkg/util.py": UTIL,
+    "tests/test_client.py": "from pkg.client import connect\n\n\ndef test_connect():\n"
+                            "    assert connect('h')\n",
+    "README.md": README,
+    "web/app.ts": "export function add(a: number, b: number): number {\n  return a + b;\n}\n",
+}
+
+
+def index(repo: GitRepo, db: Path, rev: str = "HEAD", embedder: FakeEmbedder | None = None,
+          options: IndexOptions | None = None) -> tuple[IndexResult, SilentProgress]:
+    progress = SilentProgress()
+    result = build_index(open_repository(repo.path), rev, db, options or IndexOptions(),
+                         embedder, progress)
+    return result, progress
+
+
+def table_dump(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every data row, ordered, for row-for-row comparisons."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        dump = {t: con.execute(f"SELECT * FROM {t} ORDER BY {o}").fetchall()
+                for t, o in {**DATA_TABLES, "cochange": "path_a, path_b"}.items()}
+        tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables")
+                  .fetchall()}
+        dump["embeddings"] = con.execute(
+            "SELECT text_hash, tokens, truncated FROM embeddings ORDER BY text_hash"
+        ).fetchall() if "embeddings" in tables else []
+        return dump
+    finally:
+        con.close()
+
+
+def test_full_build_records_files_chunks_symbols(make_repo: Callable[..., GitRepo],
+                                                 tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    result, _ = index(repo, db, embedder=FakeEmbedder())
+    assert not result.incremental
+    assert result.files == 6 and result.skipped == 0
+    assert result.embedded == result.chunks > 0
+    con = duckdb.connect(str(db), read_only=True)
+    roles = dict(con.execute("SELECT path, role FROM files").fetchall())
+    assert roles["tests/test_client.py"] == "test"
+    assert roles["pkg/client.py"] == "production"
+    assert roles["README.md"] == "docs"
+    names = {q for (q,) in con.execute("SELECT qualified_name FROM definitions").fetchall()}
+    assert {"pkg.client.Client", "pkg.client.Client.get", "pkg.client.connect",
+            "pkg.util.retry"} <= names
+    directive = con.execute(
+        "SELECT name FROM refs WHERE path = 'README.md' AND kind = 'directive'").fetchall()
+    assert directive == [("pkg.client.connect",)]
+    con.close()
+
+
+def test_update_reparses_and_reembeds_only_what_changed(make_repo: Callable[..., GitRepo],
+                                                        tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db, embedder=FakeEmbedder())
+    repo.write("pkg/util.py", UTIL + "\n\ndef backoff(n):\n    return 2 ** n\n")
+    repo.commit("add backoff")
+    embedder = FakeEmbedder()
+    result, _ = index(repo, db, embedder=embedder)
+    assert result.incremental
+    assert result.changes["parsed"] == 1 and result.changes["modified"] == 1
+    assert embedder.embedded_texts and all("pkg/util.py" in t for t in embedder.embedded_texts)
+    fresh, _ = index(repo, tmp_path / "fresh.duckdb", embedder=FakeEmbedder())
+    assert result.digest == fresh.digest
+    assert table_dump(db) == table_dump(tmp_path / "fresh.duckdb")
+
+
+def test_update_handles_delete_and_rename(make_repo: Callable[..., GitRepo],
+                                          tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db)
+    repo.remove("web/app.ts")
+    repo.rename("pkg/util.py", "pkg/helpers.py")
+    repo.commit("move things")
+    result, _ = index(repo, db)
+    assert result.changes["deleted"] == 1 and result.changes["renamed"] == 1
+    paths = {row[0] for row in table_dump(db)["files"]}
+    assert "web/app.ts" not in paths and "pkg/util.py" not in paths
+    assert "pkg/helpers.py" in paths
+    defs = table_dump(db)["definitions"]
+    assert not [d for d in defs if d[0] == "pkg/util.py"]
+    assert ("pkg.helpers.retry" in {d[3] for d in defs})
+    fresh, _ = index(repo, tmp_path / "fresh.duckdb")
+    assert result.digest == fresh.digest
+
+
+def test_going_back_to_an_older_revision_matches_its_full_build(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    first = repo.git("rev-parse", "HEAD").strip()
+    repo.write("pkg/new.py", "def new():\n    pass\n")
+    repo.commit()
+    db = tmp_path / "index.duckdb"
+    index(repo, db)
+    back, _ = index(repo, db, rev=first)
+    fresh, _ = index(repo, tmp_path / "fresh.duckdb", rev=first)
+    assert back.revision == first and back.digest == fresh.digest
+
+
+def test_same_revision_twice_is_a_noop_with_the_same_digest(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    first, _ = index(repo, db, embedder=FakeEmbedder())
+    embedder = FakeEmbedder()
+    second, _ = index(repo, db, embedder=embedder)
+    assert second.digest == first.digest
+    assert embedder.calls == [] and second.embedded == 0
+    assert second.build_id != first.build_id
+
+
+def test_no_embeddings_mode_is_recorded_and_loads_no_model(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    result, _ = index(repo, db, embedder=None)
+    assert result.embedded == 0
+    con = duckdb.connect(str(db), read_only=True)
+    manifest = dict(con.execute("SELECT key, value FROM manifest").fetchall())
+    assert manifest["embedding_model"] == "none"
+    assert manifest["revision"] == result.revision
+    con.close()
+
+
+def test_switching_model_rebuilds_with_a_warning(make_repo: Callable[..., GitRepo],
+                                                 tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db, embedder=None)
+    result, progress = index(repo, db, embedder=FakeEmbedder())
+    assert not result.incremental and result.embedded == result.chunks
+    assert any("other settings" in w and "embedding_model" in w for w in progress.warnings)
+
+
+def test_parser_change_rebuilds_but_keeps_vectors(make_repo: Callable[..., GitRepo],
+                                                  tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    first, _ = index(repo, db, embedder=FakeEmbedder())
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE manifest SET value = 'old' WHERE key = 'parser_version'")
+    con.close()
+    embedder = FakeEmbedder()
+    result, progress = index(repo, db, embedder=embedder)
+    assert any("parser_version" in w for w in progress.warnings)
+    assert not result.incremental and embedder.calls == []
+    assert result.digest == first.digest
+
+
+def test_index_of_another_repository_is_rebuilt(make_repo: Callable[..., GitRepo],
+                                                tmp_path: Path) -> None:
+    other = make_repo({"other.py": "def other():\n    pass\n"})
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(other, db)
+    result, progress = index(repo, db)
+    assert not result.incremental
+    assert any("not in this repository" in w for w in progress.warnings)
+    fresh, _ = index(repo, tmp_path / "fresh.duckdb")
+    assert result.digest == fresh.digest
+
+
+def test_older_schema_is_rebuilt(make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER, name VARCHAR, "
+                "applied_at TIMESTAMP)")
+    con.execute("INSERT INTO schema_migrations VALUES (1, 'm001_old_layout', now())")
+    con.execute("CREATE TABLE manifest (key VARCHAR, value VARCHAR)")
+    con.execute("CREATE TABLE files (path VARCHAR)")
+    con.close()
+    result, progress = index(repo, db)
+    assert any("another schema version" in w for w in progress.warnings)
+    assert result.files == 6
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "text"])
+def test_corrupted_index_is_moved_aside_and_rebuilt(make_repo: Callable[..., GitRepo],
+                                                    tmp_path: Path, damage: str) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    first, _ = index(repo, db)
+    data = db.read_bytes()
+    if damage == "truncate":
+        db.write_bytes(data[: len(data) // 3])
+    elif damage == "garbage":
+        db.write_bytes(data[:4096] + b"\xde\xad" * 50_000)
+    else:
+        db.write_text("this is not a database\n")
+    result, progress = index(repo, db)
+    assert result.digest == first.digest
+    assert any("moved aside" in w for w in progress.warnings)
+    assert len(list(tmp_path.glob("index.duckdb.corrupt-*"))) == 1
+
+
+def test_bare_repository(make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    bare = tmp_path / "bare.git"
+    repo.git("clone", "-q", "--bare", str(repo.path), str(bare))
+    result = build_index(open_repository(bare), "main", tmp_path / "b.duckdb", IndexOptions(),
+                         None, SilentProgress())
+    fresh, _ = index(repo, tmp_path / "w.duckdb")
+    assert result.digest == fresh.digest
+
+
+def test_config_file_in_repository_sets_path_policy(make_repo: Callable[..., GitRepo],
+                                                    tmp_path: Path) -> None:
+    repo = make_repo({**STARTER, ".github/pr-context.yml": "index:\n  exclude: ['web/**']\n"})
+    index(repo, tmp_path / "index.duckdb")
+    files = {row[0]: row for row in table_dump(tmp_path / "index.duckdb")["files"]}
+    assert files["web/app.ts"][5] == "skipped"
+    assert "config" in files["web/app.ts"][6]
+
+
+def test_secrets_never_reach_chunk_text(make_repo: Callable[..., GitRepo],
+                                        tmp_path: Path) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    repo = make_repo({"settings.py": f'GITHUB_TOKEN = "{token}"\n',
+                      "deploy.yml": f"password: hunter2hunter2\ntoken: {token}\n"})
+    db = tmp_path / "index.duckdb"
+    index(repo, db)
+    con = duckdb.connect(str(db), read_only=True)
+    texts = " ".join(t for (t,) in con.execute("SELECT text FROM chunks").fetchall())
+    con.close()
+    assert token not in texts and "hunter2hunter2" not in texts
+    assert "REDACTED" in texts
+
+
+# -- bad input ---------------------------------------------------------------------
+
+
+def test_bad_files_are_indexed_or_skipped_with_a_reason(make_repo: Callable[..., GitRepo],
+                                                        tmp_path: Path) -> None:
+    minified = "var a=1;" * (5 * 1024 * 1024 // 8)
+    repo = make_repo({
+        "latin1.py": "def caf\xe9():\n    return 1\n".encode("latin-1"),
+        "logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4,
+        "data.bin.py": b"\x00\x01\x02def f(): pass\x00",
+        "static/app.min.js": minified,
+        "static/bundle.js": minified,
+        "broken.py": "def good():\n    return 1\n\ndef bad(:\n    pass\n\n"
+                     "class Fine:\n    def m(self):\n        return 2\n",
+        "lfs.bin.py": "version https://git-lfs.github.com/spec/v1\noid sha256:"
+                      + "a" * 64 + "\nsize 12345\n",
+    })
+    (repo.path / "link.py").symlink_to("broken.py")
+    repo.git("add", "-A")
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendor-sub")
+    repo.git("commit", "-q", "-m", "bad inputs")
+    db = tmp_path / "index.duckdb"
+    result, _ = index(repo, db)
+    files = {row[0]: row for row in table_dump(db)["files"]}
+    status = {p: (row[5], row[6]) for p, row in files.items()}
+    assert status["latin1.py"][0] == "indexed" and files["latin1.py"][8] is True
+    assert status["logo.png"][0] == "skipped"
+    assert status["data.bin.py"] == ("skipped", "binary")
+    assert status["static/app.min.js"][0] == "skipped"
+    assert status["static/bundle.js"][0] == "skipped"
+    assert status["link.py"] == ("skipped", "symlink (not followed)")
+    assert status["vendor-sub"] == ("skipped", "submodule (not indexed)")
+    assert status["lfs.bin.py"] == ("skipped", "git-lfs pointer")
+    assert status["broken.py"][0] == "indexed" and files["broken.py"][7] > 0
+    defs = {d[3] for d in table_dump(db)["definitions"] if d[0] == "broken.py"}
+    assert {"broken.good", "broken.Fine", "broken.Fine.m"} <= defs
+    assert result.files == 2
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    runner = CliRunner()
+    outcome = runner.invoke(cli, list(args))
+    return outcome.exit_code, outcome.stdout, outcome.stderr
+
+
+def test_cli_json_contract(make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    code, out, _ = run_cli("index", "--repo", str(repo.path), "--rev", "HEAD",
+                           "--db", str(tmp_path / "i.duckdb"), "--json", "--no-embeddings")
+    assert code == 0
+    data = json.loads(out)
+    for key in ("revision", "files", "chunks", "definitions", "references", "embedded",
+                "reused", "incremental", "seconds", "digest"):
+        assert key in data
+    assert len(data["revision"]) == 40 and data["incremental"] is False
+
+
+@pytest.mark.parametrize(
+    ("setup", "rev", "message"),
+    [
+        ("repo", "no-such-branch", "unknown revision: no-such-branch"),
+        ("empty", "HEAD", "no commits yet"),
+        ("plain-dir", "HEAD", "not a git repository"),
+        ("missing", "HEAD", "not a git repository"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(make_repo: Callable[..., GitRepo],
+                                             tmp_path: Path, setup: str, rev: str,
+                                             message: str) -> None:
+    if setup == "repo":
+        path = make_repo(STARTER).path
+    elif setup == "empty":
+        path = make_repo().path
+    elif setup == "plain-dir":
+        path = tmp_path / "plain"
+        path.mkdir()
+    else:
+        path = tmp_path / "missing"
+    code, out, err = run_cli("index", "--repo", str(path), "--rev", rev,
+                             "--db", str(tmp_path / "i.duckdb"), "--no-embeddings")
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert out == ""
+
+
+def test_cli_invalid_config_exits_2(make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({**STARTER, ".github/pr-context.yml": "index:\n  exclude: 42\n"})
+    code, _, err = run_cli("index", "--repo", str(repo.path), "--db",
+                           str(tmp_path / "i.duckdb"), "--no-embeddings")
+    assert code == 2 and "exclude" in err
