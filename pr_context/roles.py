@@ -84,7 +84,7 @@ _CONFIG_NAME = re.compile(  # dotfiles, dependency lists and build files
 _GENERATED_MARKER = re.compile(r"@generated|DO NOT EDIT")  # Go: "Code generated ... DO NOT EDIT."
 _GENERATED_HEADER = re.compile(
     r"(?i)(?:(?:this|the) (?:file|code|module) (?:is |was |has been )?)?"
-    r"(?:auto-?generated|automatically generated|generated (?:by|from|using|with))\b"
+    r"(?:auto[- ]?generated|automatically generated|generated (?:by|from|using|with))\b"
 )
 _COMMENT_START = ("#", "//", "/*", "*", "<!--", "--", ";", '"""', "'''", "%", "..")
 _COMMENT_CHARS = " \t#/*;%-<!\"'."

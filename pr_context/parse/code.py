@@ -21,9 +21,9 @@ from tree_sitter import QueryCursor
 from pr_context.languages import parser_for
 from pr_context.models import Import, ParsedFile, Role
 from pr_context.parse.code_chunks import MAX_CHUNK_CHARS, MAX_CHUNK_LINES, build_chunks
-from pr_context.parse.code_defs import DefinitionTag, collect_sites, node_text
+from pr_context.parse.code_defs import DefinitionTag, collect_sites, first_named_child, node_text
 from pr_context.parse.code_imports import imports_from
-from pr_context.parse.code_lang import LANGUAGE_SPECS, TagQuery, tag_query
+from pr_context.parse.code_lang import LANGUAGE_SPECS, LanguageSpec, TagQuery, tag_query
 from pr_context.parse.code_paths import module_path
 from pr_context.parse.code_refs import ReferenceTag, collect_references
 
@@ -45,6 +45,7 @@ class _Tags:
     references: list[ReferenceTag] = field(default_factory=list)
     imports: list[Node] = field(default_factory=list)
     skipped: set[int] = field(default_factory=set)  # start bytes that are not references
+    wrappers: dict[int, Node] = field(default_factory=dict)  # by the wrapped node's id
 
 
 def parse_code(path: str, text: str, language: str, role: Role) -> ParsedFile:
@@ -56,25 +57,26 @@ def parse_code(path: str, text: str, language: str, role: Role) -> ParsedFile:
     src = text.encode("utf-8", "surrogatepass")
     root = parser_for(language).parse(src).root_node
     tags = _tags(tag_query(language), root)
-    package = _declared_package(root, src) if language in _PACKAGE_LANGUAGES else None
-    sites = collect_sites(tags.definitions, src, spec, module_path(path, language, package))
-    excluded = [(node.start_byte, node.end_byte) for node in tags.imports]
+    package = _declared_package(root, src, spec) if language in _PACKAGE_LANGUAGES else None
+    module = module_path(path, language, package)
+    sites = collect_sites(tags.definitions, tags.wrappers, src, spec, module)
     return ParsedFile(
         path=path,
         language=language,
         role=role,
         definitions=tuple(site.definition for site in sites if site.definition is not None),
-        references=tuple(collect_references(tags.references, tags.skipped, src, sites, excluded)),
+        references=tuple(collect_references(tags.references, tags.skipped, src, sites)),
         imports=tuple(_imports(tags.imports, src, language)),
         chunks=tuple(build_chunks(root, sites, text.split("\n"), path, language, role)),
         syntax_errors=_count_errors(root),
     )
 
 
-def _tags(tag_query: TagQuery, root: Node) -> _Tags:
+def _tags(query: TagQuery, root: Node) -> _Tags:
+    """Run the query once and sort its matches by the role of their pattern."""
     tags = _Tags()
-    roles = tag_query.patterns
-    for pattern, captures in QueryCursor(tag_query.query).matches(root):
+    roles = query.patterns
+    for pattern, captures in QueryCursor(query.query).matches(root):
         role = roles[pattern]
         if role.role == "reference":
             receiver = captures.get(_RECEIVER_CAPTURE)
@@ -83,8 +85,13 @@ def _tags(tag_query: TagQuery, root: Node) -> _Tags:
         elif role.role == "definition":
             name = captures[role.name_capture][0]
             tags.definitions.append((pattern, role.kind, captures[role.capture][0], name))
+        elif role.role == "wrapper":
+            tags.wrappers[captures[role.name_capture][0].id] = captures[role.capture][0]
         elif role.role == "import":
-            tags.imports.extend(captures[role.capture])
+            nodes = captures[role.capture]
+            tags.imports.extend(nodes)
+            # An import starts with a keyword, or with ``require`` that is no reference.
+            tags.skipped.update(node.start_byte for node in nodes)
         elif role.role == "skip":
             tags.skipped.update(node.start_byte for node in captures[role.capture])
     tags.imports.sort(key=_start)
@@ -99,12 +106,14 @@ def _imports(nodes: list[Node], src: bytes, language: str) -> list[Import]:
     return [item for node in nodes for item in imports_from(node, src, language)]
 
 
-def _declared_package(root: Node, src: bytes) -> str | None:
-    """The Go ``package`` or Java ``package`` name, if the file starts with one."""
+def _declared_package(root: Node, src: bytes, spec: LanguageSpec) -> str | None:
+    """The Go or Java ``package`` name, if the file starts with one (after comments)."""
     for child in root.named_children:
         if child.type in _PACKAGE_NODES:
-            name = child.named_child(0)
+            name = first_named_child(child)
             return node_text(name, src) if name is not None else None
+        if child.type not in spec.comments:
+            break
     return None
 
 

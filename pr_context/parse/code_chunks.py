@@ -7,15 +7,17 @@ their parent's chunk, and so do bodiless members (interface methods, trait signa
 - A function or method unit is one ``definition`` chunk from its leading comments and
   decorators to its end. Over ``MAX_CHUNK_LINES`` or ``MAX_CHUNK_CHARS`` it becomes
   ``definition_part`` chunks cut between body statements; every part after the first
-  starts with the signature lines again. A single statement over the limit is cut by
-  lines.
+  starts with the signature lines again (they are not counted in its ``start_line``).
+  A single statement, or a leading comment, over the limit is cut by lines; a single
+  line over ``MAX_CHUNK_CHARS`` is kept whole.
 - A container gets ``class_header`` chunks: its lines with each member unit elided to the
-  member's signature lines (so the text is not contiguous source), split like a function
-  when too big, repeating the declaration lines.
+  member's signature lines, split like a function when too big, repeating the
+  declaration lines. Its ``end_line`` is the last line it keeps.
 - Lines outside module-level units are grouped into ``module`` chunks of consecutive
-  statements, split between statements when too big.
+  statements, split between statements when too big; blank edges are trimmed.
 
-Chunk text is the source lines joined by ``\\n``; chunks are ordered by start line.
+``definition`` and ``module`` chunk text is exactly the source lines joined by ``\\n``;
+chunks are ordered by start line.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ class _File:
     language: str
     role: Role
     lines: list[str]
-    widths: list[int]  # characters per line, newline included
-    offsets: list[int]  # characters before each line, newlines included
+    widths: list[int]  # characters per line, without the newline
+    offsets: list[int]  # characters before each line, without newlines
 
     def range_chars(self, first: int, last: int) -> int:
         return self.offsets[last + 1] - self.offsets[first]
@@ -55,14 +57,14 @@ class _File:
 class _Piece:
     prefix: int  # how many leading rows repeat the signature
     rows: list[int]
-    chars: int  # newlines included
+    chars: int  # newlines not included
 
 
 def build_chunks(
     root: Node, sites: list[Site], lines: list[str], path: str, language: str, role: Role
 ) -> list[Chunk]:
     """All chunks of one file, ordered by start line."""
-    widths = [len(line) + 1 for line in lines]
+    widths = list(map(len, lines))
     file = _File(path, language, role, lines, widths, [0, *accumulate(widths)])
     units = _units(sites)
     chunks: list[Chunk] = []
@@ -93,53 +95,52 @@ def _units(sites: list[Site]) -> dict[int, Site]:
 
 
 def _function_chunks(unit: Site, file: _File) -> list[Chunk]:
-    first, last_row = unit.chunk_row, unit.end_row
-    if _fits(last_row - first + 1, file.range_chars(first, last_row)):
-        return [_chunk("definition", _Piece(0, list(range(first, last_row + 1)), 0), unit, file)]
-    statements = _statements(unit.body)
-    head_end = statements[0].start_point.row - 1 if statements else unit.signature_end_row
-    head = list(range(first, head_end + 1))
-    items, last = _items(statements, head_end + 1, None)
-    if not statements:
-        items = [[row] for row in range(head_end + 1, last_row + 1)]
-        last = last_row
-    prefix = list(range(unit.signature_row, head_end + 1))
-    tail = list(range(last + 1, last_row + 1))
-    pieces = _pack(head, items, prefix, tail, file)
-    return [_chunk("definition_part", piece, unit, file) for piece in pieces]
+    first, last = unit.chunk_row, unit.end_row
+    if _fits(last - first + 1, file.range_chars(first, last)):
+        return [_chunk("definition", _Piece(0, list(range(first, last + 1)), 0), unit, file)]
+    return _split(unit, "definition_part", None, file)
 
 
 def _container_chunks(unit: Site, members: list[Site], file: _File) -> list[Chunk]:
     kept = _kept_rows(unit, members)
     if _fits_rows(kept, file):
         return [_chunk("class_header", _Piece(0, kept, 0), unit, file)]
+    return _split(unit, "class_header", set(kept), file)
+
+
+def _split(unit: Site, kind: ChunkKind, keep: set[int] | None, file: _File) -> list[Chunk]:
+    """Chunks of ``unit`` cut between body statements, only ``keep`` rows (None: all)."""
+
+    def kept(first: int, last: int) -> list[int]:
+        return [row for row in range(first, last + 1) if keep is None or row in keep]
+
     statements = _statements(unit.body)
     head_end = statements[0].start_point.row - 1 if statements else unit.signature_end_row
-    keep = set(kept)
-    head = [row for row in range(unit.chunk_row, head_end + 1) if row in keep]
     items, last = _items(statements, head_end + 1, keep)
     if not statements:
-        items = [[row] for row in kept if row > head_end]
+        items = [[row] for row in kept(head_end + 1, unit.end_row)]
         last = unit.end_row
-    prefix = [row for row in range(unit.signature_row, head_end + 1) if row in keep]
-    tail = [row for row in range(last + 1, unit.end_row + 1) if row in keep]
-    pieces = _pack(head, items, prefix, tail, file)
-    return [_chunk("class_header", piece, unit, file) for piece in pieces]
+    head, prefix = kept(unit.chunk_row, head_end), kept(unit.signature_row, head_end)
+    pieces = _pack(head, items, prefix, kept(last + 1, unit.end_row), file)
+    return [_chunk(kind, piece, unit, file) for piece in pieces]
 
 
 def _kept_rows(unit: Site, members: list[Site]) -> list[int]:
     """The container's rows with each member unit reduced to its signature rows."""
-    keep = bytearray(b"\x01") * (unit.end_row - unit.chunk_row + 1)
     base = unit.chunk_row
+    keep = bytearray(b"\x01") * (unit.end_row - base + 1)
     for member in members:
-        keep[member.chunk_row - base : member.end_row - base + 1] = bytes(
-            member.end_row - member.chunk_row + 1
-        )
+        _mark(keep, member.chunk_row - base, member.end_row - base, 0)
         signature_end = min(member.signature_end_row, member.end_row)
-        keep[member.signature_row - base : signature_end - base + 1] = b"\x01" * (
-            signature_end - member.signature_row + 1
-        )
+        _mark(keep, member.signature_row - base, signature_end - base, 1)
     return list(compress(range(base, base + len(keep)), keep))
+
+
+def _mark(flags: bytearray, first: int, last: int, value: int) -> None:
+    """Set ``flags[first..last]`` (inclusive, clipped to the array) to ``value``."""
+    first, last = max(first, 0), min(last, len(flags) - 1)
+    if first <= last:
+        flags[first : last + 1] = bytes([value]) * (last - first + 1)
 
 
 def _statements(body: Node | None) -> list[Node]:
@@ -176,24 +177,37 @@ def _items(nodes: list[Node], first_row: int, keep: set[int] | None) -> tuple[li
 def _pack(
     head: list[int], items: list[list[int]], prefix: list[int], tail: list[int], file: _File
 ) -> list[_Piece]:
-    """Greedily fill pieces with whole items; later pieces start with ``prefix``."""
+    """Greedily fill pieces with whole items; pieces after the head start with ``prefix``.
+
+    The head (leading comments, decorators, signature) is cut by lines only when it
+    cannot fit on its own; the tail (closing brackets) stays with the last item.
+    """
     prefix_chars = _chars(prefix, file)
     too_long = len(prefix) > MAX_CHUNK_LINES * _MAX_PREFIX_SHARE
     if too_long or prefix_chars > MAX_CHUNK_CHARS * _MAX_PREFIX_SHARE:
         prefix, prefix_chars = [], 0
-    piece = _Piece(0, list(head), _chars(head, file))
-    pieces: list[_Piece] = []
+    if tail:
+        items = [*items[:-1], items[-1] + tail] if items else [tail]
+    pieces: list[_Piece] = [_Piece(0, [], 0)]
+    for part, part_chars in _cut(head, 0, 0, file):
+        _add(pieces, part, part_chars, [], 0)
     for item in items:
         for part, part_chars in _cut(item, len(prefix), prefix_chars, file):
-            has_own_rows = len(piece.rows) > piece.prefix
-            if has_own_rows and not _fits(len(piece.rows) + len(part), piece.chars + part_chars):
-                pieces.append(piece)
-                piece = _Piece(len(prefix), list(prefix), prefix_chars)
-            piece.rows.extend(part)
-            piece.chars += part_chars
-    piece.rows.extend(tail)
-    pieces.append(piece)
+            _add(pieces, part, part_chars, prefix, prefix_chars)
     return [piece for piece in pieces if len(piece.rows) > piece.prefix]
+
+
+def _add(
+    pieces: list[_Piece], part: list[int], chars: int, prefix: list[int], prefix_chars: int
+) -> None:
+    """Append ``part`` to the last piece, or to a new one starting with ``prefix``."""
+    piece = pieces[-1]
+    has_own_rows = len(piece.rows) > piece.prefix
+    if has_own_rows and not _fits(len(piece.rows) + len(part), piece.chars + chars):
+        piece = _Piece(len(prefix), list(prefix), prefix_chars)
+        pieces.append(piece)
+    piece.rows.extend(part)
+    piece.chars += chars
 
 
 def _cut(
@@ -201,8 +215,8 @@ def _cut(
 ) -> list[tuple[list[int], int]]:
     """(rows, chars) of ``item`` whole, or cut by lines when it cannot fit a piece alone."""
     chars = _chars(item, file)
-    if _fits(base_lines + len(item), base_chars + chars):
-        return [(item, chars)]
+    if not item or _fits(base_lines + len(item), base_chars + chars):
+        return [(item, chars)] if item else []
     parts: list[tuple[list[int], int]] = []
     rows: list[int] = []
     size = 0
@@ -222,8 +236,8 @@ def _chars(rows: list[int], file: _File) -> int:
 
 
 def _fits(lines: int, chars: int) -> bool:
-    # ``chars`` counts a newline per line; the last one is not part of the text.
-    return lines <= MAX_CHUNK_LINES and chars <= MAX_CHUNK_CHARS + 1
+    """Whether ``lines`` lines of ``chars`` characters (newlines aside) make a small chunk."""
+    return lines <= MAX_CHUNK_LINES and chars + lines - 1 <= MAX_CHUNK_CHARS
 
 
 def _fits_rows(rows: list[int], file: _File) -> bool:
@@ -234,7 +248,7 @@ def _module_chunks(root: Node, top_level: list[Site], file: _File) -> list[Chunk
     """Statements outside module-level units, grouped while no unit comes between."""
     covered = bytearray(len(file.lines))
     for unit in top_level:
-        covered[unit.chunk_row : unit.end_row + 1] = b"\x01" * (unit.end_row - unit.chunk_row + 1)
+        _mark(covered, unit.chunk_row, unit.end_row, 1)
     groups: list[list[list[int]]] = [[]]
     last = -1
     for node in root.named_children:
@@ -277,16 +291,22 @@ def _module_chunk(piece: _Piece, file: _File) -> list[Chunk]:
         rows = rows[1:]
     if not rows:
         return []
-    text = "\n".join(file.lines[row] for row in rows)
+    text = _text(rows, file)
     context = f"path: {file.path}\nlanguage: {file.language}"
     return [Chunk("module", rows[0] + 1, rows[-1] + 1, text, None, file.role, context)]
 
 
 def _chunk(kind: ChunkKind, piece: _Piece, unit: Site, file: _File) -> Chunk:
     rows = piece.rows
-    text = "\n".join(file.lines[row] for row in rows)
+    text = _text(rows, file)
     start = rows[piece.prefix] + 1
     return Chunk(kind, start, rows[-1] + 1, text, unit.qualified, file.role, _context(unit, file))
+
+
+def _text(rows: list[int], file: _File) -> str:
+    if rows[-1] - rows[0] + 1 == len(rows):  # contiguous: slice instead of indexing
+        return "\n".join(file.lines[rows[0] : rows[-1] + 1])
+    return "\n".join([file.lines[row] for row in rows])
 
 
 def _context(unit: Site, file: _File) -> str:

@@ -13,14 +13,14 @@ import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pr_context.models import DefKind, Definition
+from pr_context.models import Definition, DefKind
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
     from pr_context.parse.code_lang import LanguageSpec
 
-__all__ = ["DefinitionTag", "Site", "collect_sites", "end_row", "node_text"]
+__all__ = ["DefinitionTag", "Site", "collect_sites", "end_row", "first_named_child", "node_text"]
 
 # (pattern index, capture kind, definition node, name node) from one query match.
 DefinitionTag = tuple[int, str, "Node", "Node"]
@@ -31,8 +31,13 @@ _KINDS: dict[str, DefKind] = {
     "function": "function", "method": "method", "class": "class", "struct": "struct",
     "interface": "interface", "trait": "trait", "enum": "enum", "type": "type",
 }
-# Definitions whose function (or class) is the node in their ``value`` field.
-_VALUE_HOLDERS = frozenset({"variable_declarator", "public_field_definition", "field_definition"})
+# Definitions whose function (or class) is a child node: ``const f = () => {}``.
+_VALUE_FIELDS = {
+    "variable_declarator": "value",
+    "public_field_definition": "value",
+    "field_definition": "value",
+    "assignment_expression": "right",
+}
 _PARAMETER_NAMES = frozenset(
     {"identifier", "shorthand_property_identifier_pattern", "property_identifier"}
 )
@@ -49,6 +54,7 @@ _TYPE_NAMES = frozenset({"type_identifier", "identifier", "primitive_type", "fie
 # Comments that document the file or the enclosing item, never the next definition.
 _INNER_DOC_PREFIXES = ("//!", "/*!")
 _SIGNATURE_TRAILERS = " \t:;{"
+_QUOTES = "\"'`"
 
 
 @dataclass(eq=False)
@@ -58,12 +64,14 @@ class Site:
     node: Node
     capture: str  # function, method, class, ..., impl, module
     name: str
+    name_byte: int  # where the name is written; -1 for ``impl`` (its name is a type use)
     outer: Node  # ``node`` plus wrappers: decorators, ``export``, ``const x =``
     body: Node | None
     start_row: int  # 0-based; includes decorators, annotations and Rust attributes
     chunk_row: int  # 0-based; also includes the comments right above
     end_row: int
-    signature_row: int  # first row after decorators
+    signature_byte: int  # where the declaration starts after decorators and annotations
+    signature_row: int
     signature_end_row: int  # last row before the body
     parent: Site | None = None
     qualified: str = ""
@@ -82,6 +90,11 @@ def node_text(node: Node, src: bytes) -> str:
     return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
+def first_named_child(node: Node | None) -> Node | None:
+    """The first named child, or None (``Node.named_child`` raises when there is none)."""
+    return node.named_child(0) if node is not None and node.named_child_count else None
+
+
 def end_row(node: Node) -> int:
     """The last row ``node`` has text on (a node ending at column 0 ends the row before)."""
     row, column = node.end_point
@@ -89,17 +102,26 @@ def end_row(node: Node) -> int:
 
 
 def collect_sites(
-    tags: list[DefinitionTag], src: bytes, spec: LanguageSpec, module: str
+    tags: list[DefinitionTag],
+    wrappers: dict[int, Node],
+    src: bytes,
+    spec: LanguageSpec,
+    module: str,
 ) -> list[Site]:
-    """Sites from definition tags, nested, qualified and turned into Definitions."""
-    sites = _unique_sites(tags, src, spec)
+    """Sites from definition tags, nested, qualified and turned into Definitions.
+
+    ``wrappers`` maps a node's ``id`` to the node the query tagged as wrapping it.
+    """
+    sites = _unique_sites(tags, wrappers, src, spec)
     _nest(sites)
     for site in sites:
         _describe(site, src, spec, module)
     return sites
 
 
-def _unique_sites(tags: list[DefinitionTag], src: bytes, spec: LanguageSpec) -> list[Site]:
+def _unique_sites(
+    tags: list[DefinitionTag], wrappers: dict[int, Node], src: bytes, spec: LanguageSpec
+) -> list[Site]:
     """One site per node: where patterns overlap (Go ``type_spec``) the first pattern wins."""
     best: dict[int, DefinitionTag] = {}
     for tag in tags:
@@ -107,37 +129,53 @@ def _unique_sites(tags: list[DefinitionTag], src: bytes, spec: LanguageSpec) -> 
         if node_id not in best or tag[0] < best[node_id][0]:
             best[node_id] = tag
     ordered = sorted(best.values(), key=lambda tag: (tag[2].start_byte, -tag[2].end_byte))
-    return [_site(node, kind, name, src, spec) for _, kind, node, name in ordered]
+    return [_site(node, kind, name, wrappers, src, spec) for _, kind, node, name in ordered]
 
 
-def _site(node: Node, capture: str, name: Node, src: bytes, spec: LanguageSpec) -> Site:
-    outer = _outer(node, spec)
+def _site(
+    node: Node, capture: str, name: Node, wrappers: dict[int, Node], src: bytes, spec: LanguageSpec
+) -> Site:
+    outer = _outer(node, wrappers, spec)
     start_row, chunk_row = _leading_rows(outer, spec)
     body = _body(node)
     signature_start = _signature_start(outer, spec)
     signature_row = signature_start.start_point.row
+    last_row = end_row(outer)
     return Site(
         node=node,
         capture=capture,
-        name=_base_type_name(name, src) if capture == "impl" else node_text(name, src),
+        name=_site_name(capture, name, src),
+        name_byte=-1 if capture == "impl" else name.start_byte,
         outer=outer,
         body=body,
         start_row=start_row,
         chunk_row=chunk_row,
-        end_row=end_row(outer),
+        end_row=last_row,
+        signature_byte=signature_start.start_byte,
         signature_row=signature_row,
-        signature_end_row=_signature_end_row(signature_row, body, end_row(outer), spec),
+        signature_end_row=_signature_end_row(signature_row, body, last_row, spec),
     )
 
 
-def _outer(node: Node, spec: LanguageSpec) -> Node:
-    """Climb through wrappers that hold nothing but this definition (and decorators)."""
+def _site_name(capture: str, name: Node, src: bytes) -> str:
+    if capture == "impl":
+        return _base_type_name(name, src)
+    text = node_text(name, src)
+    return text.strip(_QUOTES) if capture == "module" else text  # ``declare module 'x'``
+
+
+def _outer(node: Node, wrappers: dict[int, Node], spec: LanguageSpec) -> Node:
+    """Climb through wrappers that hold nothing but this definition (and decorators).
+
+    The query tags wrappers because ``Node.parent`` searches down from the root.
+    """
     outer = node
-    parent = outer.parent
-    while parent is not None and parent.type in spec.wrappers:
-        if any(c.id != outer.id and c.type not in spec.decorators for c in parent.named_children):
+    wrapper = wrappers.get(outer.id)
+    while wrapper is not None:
+        if any(c.id != outer.id and c.type not in spec.decorators for c in wrapper.named_children):
             break
-        outer, parent = parent, parent.parent
+        outer = wrapper
+        wrapper = wrappers.get(outer.id)
     return outer
 
 
@@ -147,13 +185,19 @@ def _leading_rows(outer: Node, spec: LanguageSpec) -> tuple[int, int]:
     leading = spec.attributes | spec.comments
     sibling = outer.prev_sibling
     while sibling is not None and sibling.type in leading:
-        if end_row(sibling) < chunk - 1:
+        if end_row(sibling) < chunk - 1 or _trails_code(sibling):
             break
         chunk = sibling.start_point.row
         if sibling.type in spec.attributes:
             start = chunk
         sibling = sibling.prev_sibling
     return start, chunk
+
+
+def _trails_code(comment: Node) -> bool:
+    """Whether ``comment`` ends a line of code (``x = 1  // why``) rather than leads one."""
+    previous = comment.prev_sibling
+    return previous is not None and end_row(previous) == comment.start_point.row
 
 
 def _leading_comments(site: Site, src: bytes, spec: LanguageSpec) -> list[str]:
@@ -167,12 +211,13 @@ def _leading_comments(site: Site, src: bytes, spec: LanguageSpec) -> list[str]:
 
 
 def _body(node: Node) -> Node | None:
-    holder = node.child_by_field_name("value") if node.type in _VALUE_HOLDERS else node
-    return None if holder is None else holder.child_by_field_name("body")
+    return _function(node).child_by_field_name("body")
 
 
 def _function(node: Node) -> Node:
-    value = node.child_by_field_name("value") if node.type in _VALUE_HOLDERS else None
+    """The function or class node a definition node holds (itself, mostly)."""
+    field_name = _VALUE_FIELDS.get(node.type)
+    value = node.child_by_field_name(field_name) if field_name is not None else None
     return node if value is None else value
 
 
@@ -214,7 +259,7 @@ def _describe(site: Site, src: bytes, spec: LanguageSpec, module: str) -> None:
     if site.capture == "method" and site.parent is None:
         owner = _join(module, _receiver_type(site.node, src))
     site.qualified = _join(owner, site.name)
-    site.signature = _signature(site, src, spec)
+    site.signature = _signature(site, src)
     if site.capture in _SCOPES:
         return
     is_method = site.parent is not None and site.parent.capture in _CLASS_LIKE
@@ -240,7 +285,7 @@ def _join(prefix: str, name: str) -> str:
 
 def _receiver_type(node: Node, src: bytes) -> str:
     receiver = node.child_by_field_name("receiver")
-    parameter = receiver.named_child(0) if receiver is not None else None
+    parameter = first_named_child(receiver)
     kind = parameter.child_by_field_name("type") if parameter is not None else None
     return _base_type_name(kind, src) if kind is not None else ""
 
@@ -252,14 +297,14 @@ def _base_type_name(node: Node, src: bytes) -> str:
         current = (
             current.child_by_field_name("name")
             or current.child_by_field_name("type")
-            or current.named_child(0)
+            or first_named_child(current)
         )
     return node_text(current if current is not None else node, src)
 
 
-def _signature(site: Site, src: bytes, spec: LanguageSpec) -> str:
+def _signature(site: Site, src: bytes) -> str:
     """Declaration text from after the decorators up to the body, whitespace collapsed."""
-    start = _signature_start(site.outer, spec).start_byte
+    start = site.signature_byte
     body = site.body
     end = body.start_byte if body is not None and body.start_byte > start else site.outer.end_byte
     text = " ".join(src[start:end].decode("utf-8", "replace").split())
@@ -293,7 +338,7 @@ def _parameter_names(node: Node, src: bytes) -> list[str]:
     if inner is None and node.type in _REST_PARAMETERS and node.named_child_count:
         inner = node.named_child(node.named_child_count - 1)
     if inner is None and node.type == "typed_parameter":
-        inner = node.named_child(0)
+        inner = first_named_child(node)
     if inner is not None:
         return _parameter_names(inner, src)
     if node.child_by_field_name("type") is not None:
@@ -309,9 +354,9 @@ def _docstring(site: Site, src: bytes, spec: LanguageSpec) -> str | None:
 
 
 def _python_docstring(body: Node | None, src: bytes) -> str | None:
-    string = body.named_child(0) if body is not None else None
+    string = first_named_child(body)
     if string is not None and string.type == "expression_statement":
-        string = string.named_child(0)
+        string = first_named_child(string)
     if string is None or string.type != "string":
         return None
     raw = node_text(string, src).lstrip("rRbBuUfF")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from pr_context.models import Import
-from pr_context.parse.code_defs import node_text
+from pr_context.parse.code_defs import first_named_child, node_text
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -49,9 +49,8 @@ def _python(node: Node, src: bytes, line: int) -> Iterator[Import]:
 
 def _python_alias(node: Node, src: bytes) -> tuple[str, str | None]:
     if node.type == "aliased_import":
-        return node_text(node.child_by_field_name("name") or node, src), _text(
-            node.child_by_field_name("alias"), src
-        )
+        name = node.child_by_field_name("name") or node
+        return node_text(name, src), _text(node.child_by_field_name("alias"), src)
     return node_text(node, src), None
 
 
@@ -71,12 +70,21 @@ def _ecma(node: Node, src: bytes, line: int) -> Iterator[Import]:
     if node.type == "call_expression":
         yield from _ecma_call(node, src, line)
         return
-    source = _unquote(node.child_by_field_name("source"), src)
+    source = _unquote(_ecma_source(node), src)
     bindings = list(_ecma_bindings(node, src))
     if not bindings:
         yield Import(source, None, None, 0, line)
     for name, alias in bindings:
         yield Import(source, name, alias, 0, line)
+
+
+def _ecma_source(node: Node) -> Node | None:
+    """The module string; TypeScript's ``import x = require('m')`` keeps it in the clause."""
+    source = node.child_by_field_name("source")
+    for child in node.named_children if source is None else ():
+        if child.type == "import_require_clause":
+            source = child.child_by_field_name("source")
+    return source
 
 
 def _ecma_bindings(node: Node, src: bytes) -> Iterator[tuple[str | None, str | None]]:
@@ -88,20 +96,20 @@ def _ecma_bindings(node: Node, src: bytes) -> Iterator[tuple[str | None, str | N
             name = node_text(child.child_by_field_name("name") or child, src)
             yield name, _text(child.child_by_field_name("alias"), src)
         elif child.type in {"namespace_import", "namespace_export"}:
-            yield "*", _text(child.named_child(0), src)
+            yield "*", _text(first_named_child(child), src)
         elif child.type == "identifier" and node.type == "import_clause":
             yield "default", node_text(child, src)
         elif child.type == "import_require_clause":
-            yield None, _text(child.named_child(0), src)
-    if node.type == "export_statement" and node.child_by_field_name("source") is not None:
-        if not any(c.type in {"export_clause", "namespace_export"} for c in node.named_children):
-            yield "*", None
+            yield None, _text(first_named_child(child), src)
+    named = {c.type for c in node.named_children}
+    if node.type == "export_statement" and not named & {"export_clause", "namespace_export"}:
+        yield "*", None  # ``export * from './m'``: the query only tags exports with a source
 
 
 def _ecma_call(node: Node, src: bytes, line: int) -> Iterator[Import]:
     """``require('m')`` and ``import('m')``, with what a declaration binds the result to."""
     arguments = node.child_by_field_name("arguments")
-    module = _unquote(arguments.named_child(0) if arguments is not None else None, src)
+    module = _unquote(first_named_child(arguments), src)
     target = node.parent.child_by_field_name("name") if node.parent is not None else None
     if node.parent is None or node.parent.type != "variable_declarator" or target is None:
         yield Import(module, None, None, 0, line)
@@ -131,10 +139,8 @@ def _go(node: Node, src: bytes, line: int) -> Iterator[Import]:
 
 
 def _java(node: Node, src: bytes, line: int) -> Iterator[Import]:
-    path = next(
-        (node_text(c, src) for c in node.named_children if c.type in {"scoped_identifier", "identifier"}),
-        "",
-    )
+    names = (c for c in node.named_children if c.type in {"scoped_identifier", "identifier"})
+    path = next((node_text(c, src) for c in names), "")
     if any(child.type == "asterisk" for child in node.children):
         yield Import(path, "*", None, 0, line)
     else:
@@ -160,7 +166,7 @@ def _use_tree(node: Node, prefix: str, src: bytes, line: int) -> Iterator[Import
         path = _join_path(prefix, _text(node.child_by_field_name("path"), src) or "")
         yield _rust_path(path, _text(node.child_by_field_name("alias"), src), line)
     elif node.type == "use_wildcard":
-        module = _join_path(prefix, _text(node.named_child(0), src) or "")
+        module = _join_path(prefix, _text(first_named_child(node), src) or "")
         yield Import(module, "*", None, 0, line)
     elif node.type == "scoped_use_list":
         inner = _join_path(prefix, _text(node.child_by_field_name("path"), src) or "")

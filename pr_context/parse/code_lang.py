@@ -1,8 +1,15 @@
 """Per-language tables for :mod:`pr_context.parse.code`: node types and tag queries.
 
 The tag queries live in ``pr_context/queries/*.scm`` and are data: a language's query is
-the concatenation of the files named in its :class:`LanguageSpec`. Everything here is
-read-only and cached; nothing parses source.
+the concatenation of the files named in its :class:`LanguageSpec`. Each pattern has one
+role, read from its captures:
+
+- ``@definition.<kind>`` on a definition node with ``@name.definition.<kind>`` on its name;
+- ``@name.reference.<kind>`` on a used identifier, with ``@receiver`` on the text left of it;
+- ``@wrapper`` on a node that may only wrap the ``@wrapped`` definition (decorators, export);
+- ``@import`` on an import statement; ``@skip`` on identifiers that are no references.
+
+Everything here is read-only and cached; nothing parses source.
 """
 
 from __future__ import annotations
@@ -16,15 +23,17 @@ from typing import Literal
 from tree_sitter import Query
 from tree_sitter_language_pack import get_language
 
-__all__ = ["LANGUAGE_SPECS", "LanguageSpec", "PatternRole", "TagQuery", "tag_query"]
+__all__ = ["LANGUAGE_SPECS", "LanguageSpec", "PatternKind", "PatternRole", "TagQuery", "tag_query"]
 
 _QUERY_PACKAGE = "pr_context"
 _QUERY_DIR = "queries"
 _CAPTURE = re.compile(r"@([\w.]+)")
+# A pattern's byte range runs up to the next pattern, so it can hold comments.
+_COMMENT = re.compile(r";[^\n]*")
 _DEFINITION = "definition."
 _REFERENCE = "name.reference."
 
-PatternKind = Literal["definition", "reference", "import", "skip", "none"]
+PatternKind = Literal["definition", "reference", "wrapper", "import", "skip", "none"]
 _PLAIN_ROLES: tuple[PatternKind, ...] = ("import", "skip")
 
 
@@ -33,11 +42,9 @@ class LanguageSpec:
     """What the generic extraction code needs to know about one grammar."""
 
     query_files: tuple[str, ...]
-    # Nodes that only wrap a definition (``export``, decorators, ``const`` around an
-    # arrow function): the definition's lines and chunk grow to include them.
-    wrappers: frozenset[str]
     comments: frozenset[str]
-    # Skipped at the start of a signature; Java annotations sit inside ``modifiers``.
+    # Skipped at the start of a signature; Java annotations sit inside ``modifiers``. A
+    # wrapper (query capture ``@wrapper``) may hold these besides its definition.
     decorators: frozenset[str] = frozenset()
     # Items preceded by sibling attribute nodes (Rust ``#[derive]``) start there.
     attributes: frozenset[str] = frozenset()
@@ -45,52 +52,41 @@ class LanguageSpec:
     indented: bool = False
 
 
-_ECMA_WRAPPERS = frozenset(
-    {"export_statement", "lexical_declaration", "variable_declaration", "ambient_declaration",
-     "expression_statement"}
-)
 _ECMA_DECORATORS = frozenset({"decorator", "comment"})
 
 LANGUAGE_SPECS: dict[str, LanguageSpec] = {
     "python": LanguageSpec(
         query_files=("python",),
-        wrappers=frozenset({"decorated_definition"}),
         comments=frozenset({"comment"}),
         decorators=frozenset({"decorator", "comment"}),
         indented=True,
     ),
     "javascript": LanguageSpec(
         query_files=("ecmascript", "javascript", "jsx"),
-        wrappers=_ECMA_WRAPPERS,
         comments=frozenset({"comment"}),
         decorators=_ECMA_DECORATORS,
     ),
     "typescript": LanguageSpec(
         query_files=("ecmascript", "typescript"),
-        wrappers=_ECMA_WRAPPERS,
         comments=frozenset({"comment"}),
         decorators=_ECMA_DECORATORS,
     ),
     "tsx": LanguageSpec(
         query_files=("ecmascript", "typescript", "jsx"),
-        wrappers=_ECMA_WRAPPERS,
         comments=frozenset({"comment"}),
         decorators=_ECMA_DECORATORS,
     ),
     "go": LanguageSpec(
         query_files=("go",),
-        wrappers=frozenset({"type_declaration"}),
         comments=frozenset({"comment"}),
     ),
     "java": LanguageSpec(
         query_files=("java",),
-        wrappers=frozenset(),
         comments=frozenset({"line_comment", "block_comment"}),
         decorators=frozenset({"annotation", "marker_annotation", "line_comment", "block_comment"}),
     ),
     "rust": LanguageSpec(
         query_files=("rust",),
-        wrappers=frozenset(),
         comments=frozenset({"line_comment", "block_comment"}),
         decorators=frozenset({"attribute_item", "line_comment", "block_comment"}),
         attributes=frozenset({"attribute_item"}),
@@ -103,9 +99,9 @@ class PatternRole:
     """What one query pattern tags, read once from its captures."""
 
     role: PatternKind
-    kind: str  # ``function``, ``class``, ... for definitions; ``call``, ``type``, ... for references
+    kind: str  # definitions: ``function``, ``class``, ...; references: ``call``, ``type``, ...
     capture: str  # the capture holding the tagged node
-    name_capture: str = ""  # definitions: the capture holding the name
+    name_capture: str = ""  # definitions: the name; wrappers: the wrapped definition
 
 
 @dataclass(frozen=True)
@@ -137,13 +133,16 @@ def tag_query(language: str) -> TagQuery:
 
 
 def _pattern_role(pattern: bytes) -> PatternRole:
-    captures = _CAPTURE.findall(pattern.decode("utf-8"))
+    captures = _CAPTURE.findall(_COMMENT.sub("", pattern.decode("utf-8")))
     for capture in captures:
         if capture.startswith(_DEFINITION):
-            return PatternRole("definition", capture[len(_DEFINITION) :], capture, "name." + capture)
+            kind = capture[len(_DEFINITION) :]
+            return PatternRole("definition", kind, capture, "name." + capture)
     for capture in captures:
         if capture.startswith(_REFERENCE):
             return PatternRole("reference", capture[len(_REFERENCE) :], capture)
+    if "wrapper" in captures:
+        return PatternRole("wrapper", "", "wrapper", "wrapped")
     for role in _PLAIN_ROLES:
         if role in captures:
             return PatternRole(role, "", role)

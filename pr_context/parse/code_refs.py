@@ -3,7 +3,8 @@
 The query may tag one identifier more than once (``b`` in ``a.b()`` is both a call and
 an attribute): the kind in :data:`_PRIORITY` order wins, then the match that has a
 receiver. Identifiers tagged ``@skip`` (declared type parameters, qualifiers of a dotted
-type), definition names and anything inside an import are not references. Columns are
+type), the ``require`` of ``require('m')`` and definition names are not references; the
+queries tag no node types that occur inside import statements. Columns are
 tree-sitter's: 0-based **bytes** into the UTF-8 line.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pr_context.models import RefKind, Reference
+from pr_context.models import Reference, RefKind
 from pr_context.parse.code_defs import Site, node_text
 
 if TYPE_CHECKING:
@@ -32,33 +33,23 @@ MAX_RECEIVER_CHARS = 200
 
 
 def collect_references(
-    tags: list[ReferenceTag],
-    skipped: set[int],
-    src: bytes,
-    sites: list[Site],
-    excluded: list[tuple[int, int]],
+    tags: list[ReferenceTag], skipped: set[int], src: bytes, sites: list[Site]
 ) -> list[Reference]:
-    """References in source order.
-
-    ``skipped`` are start bytes of identifiers that are not references; ``excluded`` are
-    sorted byte ranges (imports) to leave out.
-    """
+    """References in source order; ``skipped`` are start bytes of identifiers to leave out."""
     best = _best_tags(tags)
-    skipped = skipped | {_name_start(site) for site in sites}
+    skipped = skipped | {site.name_byte for site in sites}
     enclosing = _Enclosing(sites)
-    excluded_ranges = _Excluded(excluded)
     references: list[Reference] = []
     for start in sorted(best):
-        if start in skipped or (excluded and excluded_ranges.contains(start)):
+        if start in skipped:
             continue
         kind, name, receiver = best[start]
         row, column = name.start_point
         receiver_text = None if receiver is None else _receiver_text(receiver, src)
-        # Positional arguments: this loop runs for every identifier of the file.
+        text = node_text(name, src)
+        # Positional arguments: this loop runs for every tagged identifier of the file.
         references.append(
-            Reference(
-                node_text(name, src), _KINDS[kind], receiver_text, row + 1, column, enclosing.at(start)
-            )
+            Reference(text, _KINDS[kind], receiver_text, row + 1, column, enclosing.at(start))
         )
     return references
 
@@ -75,11 +66,6 @@ def _best_tags(tags: list[ReferenceTag]) -> dict[int, ReferenceTag]:
             ranks[start] = rank
             best[start] = tag
     return best
-
-
-def _name_start(site: Site) -> int:
-    name = site.node.child_by_field_name("name")
-    return name.start_byte if name is not None else -1
 
 
 def _receiver_text(receiver: Node, src: bytes) -> str:
@@ -109,16 +95,3 @@ class _Enclosing:
         while self._open and self._open[-1].node.end_byte <= site.node.start_byte:
             self._open.pop()
         self._open.append(site)
-
-
-class _Excluded:
-    """Membership of increasing byte offsets in sorted, disjoint ranges, in one sweep."""
-
-    def __init__(self, ranges: list[tuple[int, int]]) -> None:
-        self._ranges = ranges
-        self._next = 0
-
-    def contains(self, offset: int) -> bool:
-        while self._next < len(self._ranges) and self._ranges[self._next][1] <= offset:
-            self._next += 1
-        return self._next < len(self._ranges) and self._ranges[self._next][0] <= offset

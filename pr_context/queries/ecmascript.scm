@@ -15,12 +15,34 @@
   name: (identifier) @name.definition.function
   value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
 
+; CommonJS: ``exports.f = function () {}``, ``Foo.prototype.f = () => {}``.
+(assignment_expression
+  left: (member_expression
+    property: (property_identifier) @name.definition.function)
+  right: [(arrow_function) (function_expression) (generator_function)]) @definition.function
+
 (class_declaration
   name: (_) @name.definition.class) @definition.class
 
 (variable_declarator
   name: (identifier) @name.definition.class
   value: (class)) @definition.class
+
+; Wrappers: a definition's lines include a wrapper that holds only it (and decorators).
+(export_statement
+  declaration: (_) @wrapped) @wrapper
+
+(lexical_declaration
+  (variable_declarator
+    value: [(arrow_function) (function_expression) (generator_function) (class)]) @wrapped) @wrapper
+
+(variable_declaration
+  (variable_declarator
+    value: [(arrow_function) (function_expression) (generator_function) (class)]) @wrapped) @wrapper
+
+(expression_statement
+  (assignment_expression
+    right: [(arrow_function) (function_expression) (generator_function)]) @wrapped) @wrapper
 
 ; References: @name.reference.<kind> is the last identifier, @receiver the text left of it.
 ; When one identifier matches several patterns the kind with the highest priority wins

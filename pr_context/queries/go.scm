@@ -24,6 +24,9 @@
 (type_alias
   name: (type_identifier) @name.definition.type) @definition.type
 
+; Wrappers: a lone ``type X ...`` spec's lines include its ``type`` keyword.
+(type_declaration [(type_spec) (type_alias)] @wrapped) @wrapper
+
 ; References: @name.reference.<kind> is the last identifier, @receiver the text left of it.
 ; When one identifier matches several patterns the kind with the highest priority wins
 ; (call > instantiation > type > attribute), then the match with a receiver.

@@ -7,6 +7,10 @@
 (class_definition
   name: (identifier) @name.definition.class) @definition.class
 
+; Wrappers: a definition's lines include a wrapper that holds only it (and decorators).
+(decorated_definition
+  definition: (_) @wrapped) @wrapper
+
 ; References: @name.reference.<kind> is the last identifier, @receiver the text left of it.
 ; When one identifier matches several patterns the kind with the highest priority wins
 ; (call > instantiation > type > attribute), then the match with a receiver.

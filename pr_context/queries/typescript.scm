@@ -31,6 +31,9 @@
 (module
   name: (_) @name.definition.module) @definition.module
 
+(ambient_declaration (_) @wrapped) @wrapper
+(expression_statement (internal_module) @wrapped) @wrapper
+
 ; Type uses. Declared type parameters are not uses.
 (extends_clause value: (identifier) @name.reference.type)
 (extends_clause value: (member_expression
