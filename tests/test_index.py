@@ -380,3 +380,21 @@ def test_cli_invalid_config_exits_2(make_repo: Callable[..., GitRepo], tmp_path:
     code, _, err = run_cli("index", "--repo", str(repo.path), "--db",
                            str(tmp_path / "i.duckdb"), "--no-embeddings")
     assert code == 2 and "exclude" in err
+
+
+def test_methods_of_a_deprecated_class_are_deprecated(make_repo: Callable[..., GitRepo],
+                                                      tmp_path: Path) -> None:
+    source = ('import warnings\n\n\nclass OldMap:\n    """Use NewMap."""\n\n'
+              '    def __init__(self):\n'
+              '        warnings.warn("OldMap is deprecated", DeprecationWarning)\n\n'
+              '    def get(self, key):\n        return key\n\n\n'
+              'class NewMap:\n    def get(self, key):\n        return key\n')
+    repo = make_repo({"maps.py": source})
+    db = tmp_path / "index.duckdb"
+    index(repo, db)
+    con = duckdb.connect(str(db), read_only=True)
+    roles = dict(con.execute("SELECT symbol, role FROM chunks WHERE symbol IS NOT NULL")
+                 .fetchall())
+    con.close()
+    assert roles["maps.OldMap.get"] == "deprecated"
+    assert roles["maps.NewMap.get"] == "production"

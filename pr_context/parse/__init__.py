@@ -21,7 +21,8 @@ __all__ = ["PARSER_VERSION", "parse_file"]
 
 # Bump whenever parsing, chunking, roles or redaction change what lands in the index:
 # indexes built by another parser version are rebuilt rather than mixed.
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
+_CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor"})
 
 
 def parse_file(path: str, text: str, language: str, role: Role) -> ParsedFile:
@@ -34,7 +35,8 @@ def parse_file(path: str, text: str, language: str, role: Role) -> ParsedFile:
         parsed = parse_rst(path, text, role)
     else:
         parsed = parse_text_windows(path, text, language, role)
-    return replace(parsed, chunks=tuple(_finish_chunk(c) for c in parsed.chunks))
+    chunks = [_finish_chunk(c) for c in parsed.chunks]
+    return replace(parsed, chunks=tuple(_inherit_deprecation(chunks)))
 
 
 def _finish_chunk(chunk: Chunk) -> Chunk:
@@ -44,3 +46,20 @@ def _finish_chunk(chunk: Chunk) -> Chunk:
         context=redact_secrets(chunk.context),
         role=chunk_role(chunk.role, chunk.text),
     )
+
+
+def _inherit_deprecation(chunks: list[Chunk]) -> list[Chunk]:
+    """Methods of a deprecated class are deprecated too, whatever their own text says.
+
+    A class is deprecated when its header is, or when constructing it warns.
+    """
+    deprecated = tuple(sorted(
+        {f"{c.symbol}." for c in chunks
+         if c.kind == "class_header" and c.role == "deprecated" and c.symbol}
+        | {f"{c.symbol.rsplit('.', 1)[0]}." for c in chunks
+           if c.role == "deprecated" and c.symbol
+           and c.symbol.rsplit(".", 1)[-1] in _CONSTRUCTORS}))
+    if not deprecated:
+        return chunks
+    return [replace(c, role="deprecated")
+            if c.symbol and c.symbol.startswith(deprecated) else c for c in chunks]
