@@ -14,10 +14,13 @@ import click
 
 from pr_context import __version__
 from pr_context.embed import DEFAULT_MODEL, SentenceTransformerEmbedder
-from pr_context.errors import ConfigError, PrContextError
+from pr_context.errors import BadInputError, ConfigError, PrContextError
+from pr_context.evals.retrievers import LIVE_RETRIEVERS, live_retrievers
 from pr_context.git import open_repository
 from pr_context.index.build import COCHANGE_COMMITS, IndexOptions, IndexResult, build_index
+from pr_context.pipeline import Searcher, embedder_for
 from pr_context.progress import progress_for
+from pr_context.retrieve import DEFAULT_K, SearchHit
 
 __all__ = ["cli", "main"]
 
@@ -110,6 +113,56 @@ def _index_summary(result: IndexResult) -> str:
     )
 
 
+@cli.command("search")
+@click.option("--repo", default=".", show_default=True, help="Git repository (work tree or bare).")
+@click.option("--rev", default="HEAD", show_default=True,
+              help="Revision to search; the index is built or updated to it first.")
+@click.option("--db", "db", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Index file (see `index`).")
+@click.option("--k", "k", default=DEFAULT_K, show_default=True, type=click.IntRange(min=1),
+              help="How many results at most.")
+@click.option("--json", "as_json", is_flag=True, help="Print results as a JSON list.")
+@click.option("--path-context", metavar="PATH",
+              help="The file you are in: its imports and importers rank higher.")
+@click.option("--model", default=None,
+              help="Embedding model; defaults to the one the index was built with.")
+@click.option("--no-embeddings", is_flag=True, help="Lexical and structural search only.")
+@click.argument("query")
+def search_command(repo: str, rev: str, db: Path, k: int, as_json: bool,
+                   path_context: str | None, model: str | None, no_embeddings: bool,
+                   query: str) -> None:
+    """Search revision REV for QUERY: code, tests and docs, best first.
+
+    Combines BM25 over code-aware tokens, embedding similarity and exact definition
+    names, then weighs by role: tests, fakes and docs rank below the implementation
+    unless the query asks for them ("which tests...", "where is ... documented"), and
+    deprecated code is left out unless asked for. When nothing is relevant enough the
+    answer is empty, with the reason on stderr.
+    """
+    if not query.strip():
+        raise BadInputError("the query is empty")
+    searcher = Searcher(embedder_for(model, no_embeddings, db),
+                        progress_for(sys.stderr, quiet=True))
+    repository = open_repository(repo)
+    outcome = searcher.search(searcher.corpus(repository, rev, db), query, k, path_context)
+    if outcome.message:
+        click.echo(f"pr-context: {outcome.message}", err=True)
+    if as_json:
+        click.echo(json.dumps([_hit_json(h) for h in outcome.hits], indent=2))
+    else:
+        for hit in outcome.hits:
+            symbol = f"  {hit.symbol}" if hit.symbol else ""
+            click.echo(f"{hit.rank:>3}. {hit.path}:{hit.start_line}-{hit.end_line}{symbol}"
+                       f"  [{hit.role}]  {hit.score:.4f}")
+
+
+def _hit_json(hit: SearchHit) -> dict[str, object]:
+    return {"rank": hit.rank, "path": hit.path, "symbol": hit.symbol, "role": hit.role,
+            "start_line": hit.start_line, "end_line": hit.end_line,
+            "revision": hit.revision, "score": hit.score, "chunk_id": hit.chunk_id,
+            "kind": hit.kind, "components": hit.components}
+
+
 # Split names as in pr_context.evals.cases.SPLITS (a test keeps them equal); the evals
 # modules themselves are imported when the command runs, keeping other commands' start fast.
 _EVAL_SPLITS = ("tuning", "heldout")
@@ -118,11 +171,13 @@ _EVAL_SPLITS = ("tuning", "heldout")
 @cli.command("eval")
 @click.option("--cases", "cases_path", required=True,
               type=click.Path(dir_okay=False, path_type=Path),
-              help="Labelled cases, one JSON object per line (format: evals/CASES.md).")
-@click.option("--recorded", "results_path", required=True,
-              type=click.Path(dir_okay=False, path_type=Path),
-              help="Recorded retrieval results (JSON) to score; no index, network or model "
-                   "is used.")
+              help="Labelled cases, one JSON object per line (format: evals/README.md).")
+@click.option("--recorded", "results_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Recorded mode: score this results file (JSON); no index, network or "
+                   "model is used.")
+@click.option("--live", is_flag=True,
+              help="Live mode: prepare each corpus at its pinned revision, index it and "
+                   "search every case with the hybrid retriever and the baselines.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for the artifacts: run.json, report.json, report.md.")
 @click.option("--gate", "gate_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -132,24 +187,48 @@ _EVAL_SPLITS = ("tuning", "heldout")
 @click.option("--corpora", "corpora_path", default="evals/corpora.yml", show_default=True,
               type=click.Path(dir_okay=False, path_type=Path),
               help="Corpora file pinning the revision of every case's corpus.")
-def eval_command(cases_path: Path, results_path: Path, out_dir: Path, gate_path: Path | None,
-                 split: str | None, corpora_path: Path) -> None:
-    """Score retrieval results against labelled cases and check them against a gate.
+@click.option("--cache-dir", default="evals/.cache", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Live mode: where corpora and their indexes are kept between runs.")
+@click.option("--retriever", "retriever_names", multiple=True,
+              type=click.Choice(LIVE_RETRIEVERS),
+              help="Live mode: evaluate only these retrievers (repeatable; default: all).")
+@click.option("--model", default=DEFAULT_MODEL, show_default=True,
+              help="Live mode: embedding model.")
+@click.option("--no-embeddings", is_flag=True,
+              help="Live mode: lexical and structural retrieval only.")
+def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_dir: Path,
+                 gate_path: Path | None, split: str | None, corpora_path: Path,
+                 cache_dir: Path, retriever_names: tuple[str, ...], model: str,
+                 no_embeddings: bool) -> None:
+    """Score retrieval against labelled cases and check the scores against a gate.
 
-    Writes run.json (every ranked chunk with per-case metrics), report.json (aggregates
-    overall and per query class, repository and split) and report.md into OUT. Exits 0
-    when the gate passes or none is given, 1 when it fails (failures printed one per
-    line), 2 for an invalid case, results, corpora or gate file.
+    Recorded mode (--recorded) scores a stored results file; live mode (--live) indexes
+    each corpus at its pinned revision and runs the hybrid search and its baselines
+    (bm25, embedding, naive-windows). Writes run.json (every ranked chunk with per-case
+    metrics), report.json (aggregates overall and per query class, repository and split)
+    and report.md into OUT. Exits 0 when the gate passes or none is given, 1 when it
+    fails (failures printed one per line), 2 for invalid input.
     """
     from pr_context.evals.cases import SPLITS
     from pr_context.evals.errors import GateFailedError
     from pr_context.evals.gate import evaluate_gate, load_gate
     from pr_context.evals.markdown import summary_lines
-    from pr_context.evals.runner import run_recorded
+    from pr_context.evals.runner import run_live, run_recorded
 
+    if live == (results_path is not None):
+        raise BadInputError("choose one mode: --recorded FILE or --live")
     selected = next((s for s in SPLITS if s == split), None)
     gate = load_gate(gate_path) if gate_path is not None else None
-    report = run_recorded(cases_path, results_path, out_dir, corpora_path, selected)
+    if results_path is not None:
+        report = run_recorded(cases_path, results_path, out_dir, corpora_path, selected)
+    else:
+        progress = progress_for(sys.stderr)
+        embedder = None if no_embeddings else SentenceTransformerEmbedder(model)
+        retrievers = live_retrievers(Searcher(embedder, progress), embedder, progress)
+        chosen = {n: r for n, r in retrievers.items()
+                  if not retriever_names or n in retriever_names}
+        report = run_live(cases_path, out_dir, chosen, cache_dir, selected, corpora_path)
     for line in summary_lines(report):
         click.echo(line)
     click.echo(f"wrote {out_dir / 'report.md'}, report.json, run.json")

@@ -72,9 +72,11 @@ class LogProgress:
         self._last = 0.0
 
     def start(self, stage: str, total: int) -> None:
-        self._stage = _Stage(stage, total)
+        """Begin a stage; a stage with nothing to do stays silent."""
+        self._stage = _Stage(stage, total) if total else None
         self._last = time.monotonic()
-        self._emit(f"{stage}: {total} to do")
+        if total:
+            self._emit(f"{stage}: {total} to do")
 
     def advance(self, n: int = 1) -> None:
         if self._stage is None:
@@ -111,7 +113,8 @@ class TerminalProgress(LogProgress):
             self._stream.flush()
 
     def finish(self) -> None:
-        self._stream.write("\r\x1b[K")
+        if self._stage is not None:
+            self._stream.write("\r\x1b[K")
         super().finish()
 
 

@@ -106,6 +106,25 @@ class IndexStore:
             _migrate(con)
         return cls(path, con, manifest)
 
+    @classmethod
+    def open_existing(cls, path: Path) -> IndexStore:
+        """Open a built index read-only, as it is: for searching, never for repair.
+
+        :raises IndexFileError: the file is missing, unreadable or not a complete index.
+        """
+        if not path.is_file():
+            raise IndexFileError(f"no index at {path}: build it with `pr-context index`")
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+            manifest = _read_manifest(con)
+        except duckdb.Error as exc:
+            raise IndexFileError(f"cannot read index {path}: {_first_line(exc)}") from exc
+        if manifest is None or not manifest.revision:
+            con.close()
+            raise IndexFileError(f"{path} is not a complete pr-context index of this "
+                                 "version: rebuild it with `pr-context index`")
+        return cls(path, con, manifest)
+
     def __enter__(self) -> IndexStore:
         return self
 
@@ -127,8 +146,7 @@ class IndexStore:
             " (SELECT count(*) FROM files WHERE status = 'skipped'),"
             " (SELECT count(*) FROM chunks), (SELECT count(*) FROM definitions),"
             " (SELECT count(*) FROM refs), (SELECT count(*) FROM imports)"
-        ).fetchone()
-        assert row is not None
+        ).fetchall()[0]
         keys = ("files", "skipped", "chunks", "definitions", "references", "imports")
         return dict(zip(keys, (int(v) for v in row), strict=True))
 
@@ -146,6 +164,13 @@ class IndexStore:
         """Run a read-only SQL query (for retrieval and tests)."""
         try:
             return self._con.execute(sql, params).fetchall()
+        except duckdb.Error as exc:
+            raise IndexFileError(f"query on {self.path} failed: {exc}") from exc
+
+    def read_arrow(self, sql: str) -> pa.Table:
+        """Run a read-only SQL query and return its rows as an Arrow table (bulk reads)."""
+        try:
+            return self._con.sql(sql).to_arrow_table()
         except duckdb.Error as exc:
             raise IndexFileError(f"query on {self.path} failed: {exc}") from exc
 
@@ -176,9 +201,9 @@ class IndexStore:
         """Width of the stored vectors, 0 when nothing is embedded."""
         if not self._has_embeddings_table():
             return 0
-        row = self._con.execute(
-            "SELECT array_length(vector) FROM embeddings LIMIT 1").fetchone()
-        return int(row[0]) if row else 0
+        rows = self._con.execute(
+            "SELECT array_length(vector) FROM embeddings LIMIT 1").fetchall()
+        return int(rows[0][0]) if rows else 0
 
     def chunk_texts(self, text_hashes: Iterable[str]) -> dict[str, str]:
         """text_hash -> embed text (context + text) for stored chunks."""
@@ -261,8 +286,7 @@ class IndexStore:
         row = self._con.execute(
             f"SELECT count(*), md5(coalesce(string_agg(CAST(t AS VARCHAR), chr(30) "
             f"ORDER BY {order}), '')) FROM (SELECT {columns} FROM {table}) AS t"
-        ).fetchone()
-        assert row is not None
+        ).fetchall()[0]
         return f"{table}:{row[0]}:{row[1]};"
 
     # -- helpers -----------------------------------------------------------------
@@ -372,14 +396,14 @@ def _migrate(con: duckdb.DuckDBPyConnection) -> None:
 
 def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
     row = con.execute("SELECT count(*) FROM information_schema.tables "
-                      "WHERE table_schema = 'main' AND table_name != 'embeddings'").fetchone()
-    return bool(row and row[0])
+                      "WHERE table_schema = 'main' AND table_name != 'embeddings'").fetchall()
+    return bool(row[0][0])
 
 
 def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     row = con.execute("SELECT count(*) FROM information_schema.tables "
-                      "WHERE table_schema = 'main' AND table_name = ?", (name,)).fetchone()
-    return bool(row and row[0])
+                      "WHERE table_schema = 'main' AND table_name = ?", (name,)).fetchall()
+    return bool(row[0][0])
 
 
 def _first_line(exc: BaseException) -> str:

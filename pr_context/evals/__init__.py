@@ -1,0 +1,17 @@
+"""The retrieval-evaluation harness: labelled cases, metrics, reports and a release gate.
+
+Modules, in the order data flows through them:
+
+- ``corpora``: evals/corpora.yml; prepares each corpus as a git repository at a pinned,
+  deterministic commit.
+- ``cases``: the JSONL case format (documented in evals/CASES.md), validated on load.
+- ``results``: what a retriever returned (``SearchRun``, ``RankedChunk``), and the
+  recorded results file format.
+- ``metrics``: pure per-case metrics and aggregates with case counts.
+- ``report`` / ``markdown``: scoring runs and writing run.json, report.json, report.md.
+- ``gate``: thresholds from evals/gate.yml and ``evaluate_gate``.
+- ``runner``: ``run_recorded`` and ``run_live`` (through the ``Retriever`` protocol).
+- ``errors``: the harness's subclasses of pr-context's error hierarchy.
+"""
+
+__all__: list[str] = []

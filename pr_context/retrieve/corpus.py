@@ -1,0 +1,161 @@
+"""Everything retrieval needs from one index, loaded once and kept in memory.
+
+Loading reads the chunk metadata, the vectors and the definitions and imports in bulk.
+The BM25 model is built on first lexical query (tokenising every chunk is the slow part)
+so a caller that only needs the graph never pays for it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pr_context.index.store import IndexStore, Manifest
+from pr_context.retrieve.tokens import tokenize
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+    from rank_bm25 import BM25Okapi
+
+__all__ = ["ChunkInfo", "DefinitionInfo", "SearchCorpus", "load_corpus"]
+
+
+@dataclass(frozen=True)
+class ChunkInfo:
+    chunk_id: str
+    path: str
+    symbol: str | None
+    kind: str
+    role: str
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class DefinitionInfo:
+    name: str
+    qualified_name: str
+    path: str
+    kind: str
+    start_line: int
+
+
+@dataclass
+class SearchCorpus:
+    """Chunks (row i of ``vectors`` is chunk i), definitions and the import graph."""
+
+    manifest: Manifest
+    chunks: list[ChunkInfo]
+    texts: list[str]  # context + text, what BM25 tokenises
+    vectors: NDArray[np.float32] | None  # None for an index built without embeddings
+    definitions_by_name: dict[str, list[DefinitionInfo]]
+    imports_by_path: dict[str, set[str]]  # path -> modules it imports (dotted)
+    module_of_path: dict[str, str]  # path -> dotted module of its definitions
+    chunk_by_symbol: dict[str, list[int]] = field(default_factory=dict)
+    # identifier -> chunks that use it (calls, types, doc mentions and directives)
+    chunks_using: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def revision(self) -> str:
+        return self.manifest.revision
+
+    @cached_property
+    def bm25(self) -> BM25Okapi:
+        from rank_bm25 import BM25Okapi
+
+        return BM25Okapi([tokenize(t) or ["_"] for t in self.texts])
+
+    @cached_property
+    def paths(self) -> set[str]:
+        return {c.path for c in self.chunks}
+
+
+def load_corpus(store: IndexStore) -> SearchCorpus:
+    """Read an index into memory for searching."""
+    assert store.manifest is not None
+    table = store.read_arrow(
+        "SELECT chunk_id, path, symbol, kind, role, start_line, end_line, "
+        "context || chr(10) || text AS body, text_hash FROM chunks ORDER BY path, ordinal"
+    ).to_pydict()
+    chunks = [
+        ChunkInfo(*row)
+        for row in zip(table["chunk_id"], table["path"], table["symbol"], table["kind"],
+                       table["role"], table["start_line"], table["end_line"], strict=True)
+    ]
+    corpus = SearchCorpus(
+        manifest=store.manifest,
+        chunks=chunks,
+        texts=table["body"],
+        vectors=_load_vectors(store, table["text_hash"]),
+        definitions_by_name=_load_definitions(store),
+        imports_by_path=_load_imports(store),
+        module_of_path=_load_modules(store),
+        chunks_using=_load_usages(store),
+    )
+    for i, chunk in enumerate(chunks):
+        if chunk.symbol:
+            corpus.chunk_by_symbol.setdefault(chunk.symbol, []).append(i)
+    return corpus
+
+
+def _load_vectors(store: IndexStore, hashes: list[str]) -> NDArray[np.float32] | None:
+    dimension = store.embedding_dimension()
+    if dimension == 0:
+        return None
+    table = store.read_arrow("SELECT text_hash, vector FROM embeddings")
+    row_of = {h: i for i, h in enumerate(table.column("text_hash").to_pylist())}
+    stored = np.asarray(table.column("vector").combine_chunks().flatten(), dtype=np.float32)
+    stored = stored.reshape(len(row_of), dimension)
+    vectors = np.zeros((len(hashes), dimension), np.float32)
+    for i, h in enumerate(hashes):
+        if h in row_of:
+            vectors[i] = stored[row_of[h]]
+    return vectors
+
+
+def _load_definitions(store: IndexStore) -> dict[str, list[DefinitionInfo]]:
+    by_name: dict[str, list[DefinitionInfo]] = defaultdict(list)
+    for row in store.query("SELECT name, qualified_name, path, kind, start_line "
+                           "FROM definitions ORDER BY path, ordinal"):
+        by_name[row[0]].append(DefinitionInfo(*row))
+    return dict(by_name)
+
+
+def _load_imports(store: IndexStore) -> dict[str, set[str]]:
+    imports: dict[str, set[str]] = defaultdict(set)
+    for path, module, name in store.query("SELECT path, module, name FROM imports"):
+        target = module.replace("/", ".").replace("::", ".").strip(".")
+        imports[path].add(target)
+        if name and name != "*":
+            imports[path].add(f"{target}.{name}".strip("."))
+    return dict(imports)
+
+
+def _load_usages(store: IndexStore) -> dict[str, list[int]]:
+    """identifier -> indexes (in load order) of the chunks whose lines use it."""
+    rows = store.query(
+        "WITH numbered AS (SELECT path, start_line, end_line, "
+        "row_number() OVER (ORDER BY path, ordinal) - 1 AS i FROM chunks) "
+        "SELECT DISTINCT r.name, n.i FROM refs r JOIN numbered n ON r.path = n.path "
+        "AND r.line BETWEEN n.start_line AND n.end_line ORDER BY 1, 2")
+    usages: dict[str, list[int]] = defaultdict(list)
+    for name, index in rows:
+        usages[name].append(int(index))
+        if "." in name:  # a directive's target: pkg.mod.func also counts as func
+            usages[name.rsplit(".", 1)[-1]].append(int(index))
+    return dict(usages)
+
+
+def _load_modules(store: IndexStore) -> dict[str, str]:
+    """path -> module prefix, taken from its top-level definitions' qualified names."""
+    modules: dict[str, str] = {}
+    for path, qualified, name in store.query(
+            "SELECT path, qualified_name, name FROM definitions WHERE parent IS NULL "
+            "ORDER BY path, ordinal"):
+        if path not in modules and qualified.endswith("." + name):
+            modules[path] = qualified[: -len(name) - 1]
+    return modules

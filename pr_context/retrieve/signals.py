@@ -1,0 +1,260 @@
+"""Candidate rankings from each signal: lexical (BM25), semantic (cosine), structure.
+
+Each function returns ``(chunk_index, score)`` pairs, best first, ties broken by chunk
+index (which follows path and position), so every ranking is deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pr_context.retrieve.corpus import DefinitionInfo, SearchCorpus
+from pr_context.retrieve.tokens import STOPWORDS, identifiers, tokenize
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = [
+    "Ranking",
+    "bm25_ranking",
+    "embedding_ranking",
+    "name_ranking",
+    "neighbourhood_paths",
+    "structure_ranking",
+    "traceback_locations",
+    "usage_ranking",
+]
+
+Ranking = list[tuple[int, float]]
+
+CANDIDATES_PER_SIGNAL = 100
+CODE_WORD_STRENGTH = 1.0  # snake_case, CamelCase, dotted or backticked: surely a name
+# A plain word that happens to be a definition's name ("release", "hook") is weak
+# evidence: in prose it is more often the English word than the symbol.
+PLAIN_WORD_STRENGTH = 0.25
+MIN_PLAIN_WORD_CHARS = 4
+MIN_NAME_SHARE = 0.5  # at least half of a definition name's words appear in the query
+SINGLE_WORD_NAME_FACTOR = 0.5
+# ``InvalidSpecifier: Invalid specifier: '=>1.0'``: the answer is where it is raised.
+RAISE_SITE_STRENGTH = 1.0
+EXCEPTION_CLASS_FACTOR = 0.5
+_EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning|Exit|Interrupt|Expired|Invalid\w*|"
+                             r"Bad\w+|\w+Failure|\w+Timeout)$")
+
+_TRACEBACK = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>]+))?')
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _top(scores: NDArray[np.float64] | NDArray[np.float32], limit: int) -> Ranking:
+    if scores.size == 0:
+        return []
+    order = np.lexsort((np.arange(scores.size), -scores))[:limit]
+    return [(int(i), float(scores[i])) for i in order if scores[i] > 0]
+
+
+def bm25_ranking(corpus: SearchCorpus, query: str, limit: int = CANDIDATES_PER_SIGNAL
+                 ) -> Ranking:
+    """BM25 over code-aware tokens; only chunks sharing a query token are ranked."""
+    terms = sorted(set(tokenize(query, drop_stopwords=True)))
+    if not terms or not corpus.chunks:
+        return []
+    return _top(np.asarray(corpus.bm25.get_scores(terms)), limit)
+
+
+def embedding_ranking(corpus: SearchCorpus, query_vector: NDArray[np.float32],
+                      limit: int = CANDIDATES_PER_SIGNAL) -> Ranking:
+    """Cosine similarity (vectors are normalised, so a dot product) over every chunk."""
+    if corpus.vectors is None or not corpus.chunks:
+        return []
+    return _top(corpus.vectors @ query_vector, limit)
+
+
+def cosine_scores(corpus: SearchCorpus, query_vector: NDArray[np.float32] | None
+                  ) -> NDArray[np.float32] | None:
+    if corpus.vectors is None or query_vector is None:
+        return None
+    scores: NDArray[np.float32] = corpus.vectors @ query_vector
+    return scores
+
+
+def structure_ranking(corpus: SearchCorpus, query: str) -> Ranking:
+    """Definitions the query names, and the places raising an exception it names."""
+    scores = dict(_definition_matches(corpus, query))
+    raised = _raise_sites(corpus, query)
+    if raised:
+        # An error message's reader wants where it is raised; the exception class
+        # itself says little more than its name.
+        scores = {i: s * EXCEPTION_CLASS_FACTOR if corpus.chunks[i].kind == "class_header"
+                  else s for i, s in scores.items()}
+    for index, strength in raised:
+        scores[index] = max(scores.get(index, 0.0), strength)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _raise_sites(corpus: SearchCorpus, query: str) -> Ranking:
+    """Production chunks that use an exception class the query names (where it is raised)."""
+    found: dict[int, float] = {}
+    for word, strength in _query_names(query):
+        name = word.rsplit(".", 1)[-1]
+        reported = bool(re.search(rf"\b{re.escape(name)}:", query))  # "Name: message"
+        if strength < CODE_WORD_STRENGTH and not reported:
+            continue
+        if not (reported or _EXCEPTION_NAME.search(name)) or name not in corpus.definitions_by_name:
+            continue
+        for index in corpus.chunks_using.get(name, ()):
+            chunk = corpus.chunks[index]
+            if chunk.role == "production" and chunk.kind != "class_header":
+                found[index] = RAISE_SITE_STRENGTH
+    return list(found.items())
+
+
+def _definition_matches(corpus: SearchCorpus, query: str) -> Ranking:
+    """Definition chunks whose name or qualified name the query spells out.
+
+    A name written as code counts fully; a plain word that is also a definition name
+    counts a quarter. Either is shared among all definitions of that name, so an overloaded
+    name weighs less than a unique one.
+    """
+    scores: dict[int, float] = {}
+    for word, strength in _query_names(query):
+        matches = _definitions_named(corpus, word)
+        if not matches:
+            continue
+        share = strength / math.log2(1 + len(matches))
+        for definition in matches:
+            for index in corpus.chunk_by_symbol.get(definition.qualified_name, ()):
+                scores[index] = max(scores.get(index, 0.0), share)
+    return list(scores.items())
+
+
+def name_ranking(corpus: SearchCorpus, query: str) -> Ranking:
+    """Definition chunks whose own name is spelled by the query's words.
+
+    ``_compare_compatible`` for "how are compatible versions compared": code names
+    describe behaviour, so a name made of the query's words is strong evidence even when
+    the body is long and shares little else with the query. Scored by the share of the
+    name's words present in the query.
+    """
+    words = set(tokenize(query, drop_stopwords=True))
+    if not words:
+        return []
+    scores: dict[int, float] = {}
+    for symbol, indexes in corpus.chunk_by_symbol.items():
+        name = symbol.rsplit(".", 1)[-1]
+        if name.startswith("__"):  # __call__, __init__: protocol names say nothing
+            continue
+        compound = tokenize(name)
+        parts = set(compound[:-1] if len(compound) > 1 else compound)
+        shared = parts & words
+        if not shared or max(len(w) for w in shared) < MIN_PLAIN_WORD_CHARS:
+            continue
+        share = len(shared) / len(parts)
+        if len(parts) == 1:  # a one-word name is mostly an English word
+            share *= SINGLE_WORD_NAME_FACTOR
+        if share >= MIN_NAME_SHARE * (SINGLE_WORD_NAME_FACTOR if len(parts) == 1 else 1):
+            for index in indexes:
+                scores[index] = share
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def usage_ranking(corpus: SearchCorpus, query: str, roles: tuple[str, ...]) -> Ranking:
+    """Chunks of the asked roles (tests, docs...) that use a name the query spells out."""
+    if not roles:
+        return []
+    scores: dict[int, float] = {}
+    for word, strength in _query_names(query):
+        if strength < CODE_WORD_STRENGTH:
+            continue
+        users = [i for i in corpus.chunks_using.get(word.rsplit(".", 1)[-1], ())
+                 if corpus.chunks[i].role in roles]
+        for index in users:
+            scores[index] = scores.get(index, 0.0) + strength
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _query_names(query: str) -> list[tuple[str, float]]:
+    names: dict[str, float] = {}
+    for name in identifiers(query):
+        names[name.strip(".")] = CODE_WORD_STRENGTH
+    for match in _WORD.finditer(query):
+        word = match.group()
+        if (word not in names and len(word) >= MIN_PLAIN_WORD_CHARS
+                and word.lower() not in STOPWORDS):
+            names[word] = PLAIN_WORD_STRENGTH
+    return sorted(names.items())
+
+
+def _definitions_named(corpus: SearchCorpus, word: str) -> list[DefinitionInfo]:
+    """Definitions named ``word``; a dotted word must match the qualified name's tail."""
+    last = word.rsplit(".", 1)[-1]
+    candidates = corpus.definitions_by_name.get(last, [])
+    if "." not in word:
+        return candidates
+    return [d for d in candidates
+            if d.qualified_name == word or d.qualified_name.endswith("." + word)]
+
+
+def traceback_locations(corpus: SearchCorpus, query: str) -> Ranking:
+    """Chunks at the ``File "...", line N, in f`` frames of a pasted traceback."""
+    scores: dict[int, float] = {}
+    frames = _TRACEBACK.findall(query)
+    for depth, (raw_path, line, _function) in enumerate(reversed(frames)):
+        path = _indexed_suffix(corpus.paths, raw_path)
+        if path is None:
+            continue
+        for index, chunk in enumerate(corpus.chunks):
+            if chunk.path == path and chunk.start_line <= int(line) <= chunk.end_line:
+                scores[index] = max(scores.get(index, 0.0), 1.0 / (1 + depth))
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _indexed_suffix(paths: set[str], raw: str) -> str | None:
+    """The indexed path a traceback path ends with (site-packages, absolute...)."""
+    raw = raw.replace("\\", "/")
+    best = None
+    for path in paths:
+        if (raw == path or raw.endswith("/" + path)) and (best is None or len(path) > len(best)):
+            best = path
+    if best is None:
+        tail = "/".join(raw.split("/")[-2:])
+        matches = sorted(p for p in paths if p.endswith(tail))
+        best = matches[0] if len(matches) == 1 else None
+    return best
+
+
+def neighbourhood_paths(corpus: SearchCorpus, path: str | None) -> set[str]:
+    """The file itself, the files it imports and the files importing it."""
+    if not path or path not in corpus.paths:
+        return set()
+    module_to_path = {m: p for p, m in corpus.module_of_path.items() if m}
+    near = {path}
+    for module in corpus.imports_by_path.get(path, ()):
+        target = _resolve_module(module_to_path, module)
+        if target:
+            near.add(target)
+    own = corpus.module_of_path.get(path)
+    if own:
+        for other, modules in corpus.imports_by_path.items():
+            if any(m == own or m.startswith(own + ".") or own.endswith("." + m)
+                   for m in modules):
+                near.add(other)
+    return near
+
+
+def _resolve_module(module_to_path: dict[str, str], module: str) -> str | None:
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in module_to_path:
+            return module_to_path[candidate]
+    suffix_matches = sorted(p for m, p in module_to_path.items() if m.endswith("." + module))
+    return suffix_matches[0] if suffix_matches else None
+
+
+def query_words(query: str) -> Sequence[str]:
+    return tokenize(query, drop_stopwords=True)

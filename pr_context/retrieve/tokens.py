@@ -1,0 +1,76 @@
+"""A code-aware tokenizer for lexical search.
+
+``HTTPResponseError`` and ``http_response_error`` both yield ``http``, ``response`` and
+``error`` plus the whole identifier (``httpresponseerror``), so a query can match either
+the exact name or its parts, in any naming convention.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["STOPWORDS", "identifiers", "stem", "tokenize"]
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Boundaries inside an identifier: lower->Upper, UPPER->Upper+lower, letter<->digit.
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+MIN_TOKEN_CHARS = 2
+# (suffix, replacement, shortest stem kept): longest suffixes first.
+_SUFFIXES = (("ations", "at", 4), ("ation", "at", 4), ("ings", "", 4), ("ing", "", 4),
+             ("ies", "y", 2), ("ied", "y", 2), ("ed", "", 4), ("es", "", 4), ("e", "", 4),
+             ("s", "", 3))
+
+# English words that carry no meaning in a code question; identifiers are never dropped
+# for being here when they are written as code (snake_case, CamelCase, dotted).
+STOPWORDS = frozenset(
+    """a an and are as at be by can do does for from how i if in into is it its me my of
+    on or so that the their then there these this to was we what when where which who
+    why will with you your should would could get gets show find tell use used using
+    code function method class file files""".split()
+)
+
+
+def tokenize(text: str, drop_stopwords: bool = False) -> list[str]:
+    """Lower-case tokens: each identifier's parts (stemmed), then the whole identifier."""
+    tokens: list[str] = []
+    for match in _IDENTIFIER.finditer(text):
+        word = match.group()
+        parts = [p.lower() for p in _CAMEL.findall(word)]
+        whole = word.lower().strip("_")
+        if drop_stopwords and whole in STOPWORDS:
+            continue
+        tokens.extend(stem(p) for p in parts if len(p) >= MIN_TOKEN_CHARS)
+        if len(parts) > 1 and len(whole) >= MIN_TOKEN_CHARS:
+            tokens.append(whole.replace("_", ""))
+    return tokens
+
+
+def stem(word: str) -> str:
+    """A light suffix stemmer: ``evaluated``/``evaluates``/``evaluating`` -> ``evaluat``.
+
+    Prose says "registered", code says ``register``: both must meet. Deliberately crude
+    and applied identically to queries and chunks; whole identifiers are not stemmed.
+    """
+    for suffix, replacement, keep in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= keep and not word.endswith("ss"):
+            return word[: len(word) - len(suffix)] + replacement
+    return word
+
+
+def identifiers(text: str) -> list[str]:
+    """Tokens of ``text`` written as code: snake_case, camelCase, dotted or backticked."""
+    found: list[str] = []
+    for match in re.finditer(r"`([^`]+)`|([A-Za-z_][\w.]*[A-Za-z0-9_])", text):
+        candidate = (match.group(1) or match.group(2)).strip("()")
+        if match.group(1) or _looks_like_code(candidate):
+            found.append(candidate)
+    return found
+
+
+def _looks_like_code(word: str) -> bool:
+    return (
+        "_" in word.strip("_")
+        or "." in word
+        or bool(re.search(r"[a-z][A-Z]", word))
+        or bool(re.fullmatch(r"[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+", word))
+    )

@@ -1,0 +1,199 @@
+"""Hybrid search on a small real repository: roles, intent, structure, threshold, contract."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pr_context.cli import cli
+from pr_context.git import open_repository
+from pr_context.pipeline import Searcher
+from pr_context.progress import SilentProgress
+from pr_context.retrieve import SearchOutcome
+from pr_context.retrieve.corpus import SearchCorpus
+from pr_context.retrieve.tokens import identifiers, stem, tokenize
+from tests.conftest import GitRepo
+from tests.fakes import FakeEmbedder
+
+FILES = {
+    "shop/session.py": '''"""Sessions for the shop."""
+from shop.tokens import validate_refresh_token
+
+
+def create_session(user, refresh_token):
+    """Create a session, refusing an expired refresh token."""
+    if not validate_refresh_token(refresh_token):
+        raise ExpiredTokenError("refresh token expired")
+    return {"user": user}
+
+
+class ExpiredTokenError(Exception):
+    """The refresh token is past its expiry."""
+''',
+    "shop/tokens.py": '''def validate_refresh_token(token):
+    """True while the refresh token has not expired."""
+    return token.expires_at > now()
+
+
+def now():
+    return 0
+''',
+    "shop/legacy/session.py": '''def create_session(user, refresh_token):
+    """Old session creation: checks the expired refresh token inline. Deprecated."""
+    import warnings
+    warnings.warn("use shop.session", DeprecationWarning)
+    if refresh_token.expired:
+        raise ValueError("refresh token expired")
+    return {"user": user}
+''',
+    "tests/test_session.py": '''from shop.session import create_session
+
+
+def test_create_session_rejects_expired_refresh_token():
+    """create_session with an expired refresh token raises ExpiredTokenError."""
+    token = FakeToken(expired=True)
+    create_session("u", token)
+    create_session("v", token)
+''',
+    "docs/sessions.md": '''# Sessions
+
+Call `create_session(user, refresh_token)` to start a session. An expired refresh
+token is refused with `ExpiredTokenError`.
+''',
+    "shop/cart.py": '''from shop.session import create_session
+
+
+def checkout(cart, user, token):
+    session = create_session(user, token)
+    return cart.total(session)
+''',
+}
+
+
+@pytest.fixture
+def shop(make_repo: Callable[..., GitRepo], tmp_path: Path) -> tuple[Searcher, SearchCorpus]:
+    repo = make_repo(FILES)
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    corpus = searcher.corpus(open_repository(repo.path), "HEAD", tmp_path / "i.duckdb")
+    return searcher, corpus
+
+
+def run(shop: tuple[Searcher, SearchCorpus], query: str, **kwargs: object) -> SearchOutcome:
+    searcher, corpus = shop
+    return searcher.search(corpus, query, **kwargs)  # type: ignore[arg-type]
+
+
+def test_tokenizer_splits_identifiers_and_keeps_them_whole() -> None:
+    assert tokenize("HTTPResponseError parse_options_header") == [
+        "http", "respons", "error", "httpresponseerror",
+        "pars", "option", "header", "parseoptionsheader"]
+    assert stem("registered") == stem("register") == stem("registers")
+    assert identifiers("where is `create_session` and Map.bind, ExpiredTokenError?") == [
+        "create_session", "Map.bind", "ExpiredTokenError"]
+
+
+def test_identifier_query_puts_the_definition_first(shop: tuple[Searcher, SearchCorpus]
+                                                    ) -> None:
+    outcome = run(shop, "where is create_session defined")
+    top = outcome.hits[0]
+    assert (top.path, top.symbol) == ("shop/session.py", "shop.session.create_session")
+    assert top.components["structure"] > 0
+
+
+def test_deprecated_copy_is_left_out_unless_asked_for(shop: tuple[Searcher, SearchCorpus]
+                                                      ) -> None:
+    plain = run(shop, "how does create_session handle an expired refresh token")
+    assert all(h.role != "deprecated" for h in plain.hits)
+    asked = run(shop, "the legacy deprecated create_session")
+    assert any(h.path == "shop/legacy/session.py" for h in asked.hits)
+
+
+def test_implementation_outranks_a_more_similar_test(shop: tuple[Searcher, SearchCorpus]
+                                                     ) -> None:
+    outcome = run(shop, "create session rejects expired refresh token")
+    assert outcome.hits[0].role == "production"
+    assert outcome.intent == "implementation"
+
+
+def test_test_intent_prefers_tests(shop: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(shop, "which tests cover an expired refresh token in create_session")
+    assert outcome.intent == "tests"
+    assert outcome.hits[0].path == "tests/test_session.py"
+
+
+def test_docs_intent_prefers_docs(shop: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(shop, "where is the expired refresh token documented")
+    assert outcome.hits[0].path == "docs/sessions.md"
+
+
+def test_nothing_relevant_is_an_empty_answer_with_a_reason(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(shop, "kubernetes pod autoscaling quota")
+    assert outcome.hits == []
+    assert outcome.message and "relevance threshold" in outcome.message
+
+
+def test_traceback_frames_point_at_the_raising_code(shop: tuple[Searcher, SearchCorpus]
+                                                    ) -> None:
+    query = ('Traceback (most recent call last):\n'
+             '  File "/site-packages/shop/session.py", line 8, in create_session\n'
+             'shop.session.ExpiredTokenError: refresh token expired')
+    outcome = run(shop, query)
+    assert outcome.hits[0].symbol == "shop.session.create_session"
+
+
+def test_path_context_ranks_the_import_neighbourhood_higher(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    query = "validate the token"
+    without = run(shop, query)
+    near = run(shop, query, path_context="shop/session.py")
+    rank = {h.path: h.rank for h in near.hits}
+    assert rank["shop/tokens.py"] <= {h.path: h.rank for h in without.hits}["shop/tokens.py"]
+    assert near.hits[0].path in {"shop/tokens.py", "shop/session.py"}
+
+
+def test_results_are_deterministic(shop: tuple[Searcher, SearchCorpus]) -> None:
+    first = run(shop, "refresh token session")
+    second = run(shop, "refresh token session")
+    assert first == second
+    scores = [h.score for h in first.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_lexical_only_index_applies_a_word_coverage_threshold(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(FILES)
+    searcher = Searcher(None, SilentProgress())
+    corpus = searcher.corpus(open_repository(repo.path), "HEAD", tmp_path / "lex.duckdb")
+    assert corpus.vectors is None
+    assert searcher.search(corpus, "expired refresh token session").hits
+    empty = searcher.search(corpus, "kubernetes autoscaling quota")
+    assert empty.hits == [] and empty.message
+
+
+def test_cli_search_json_contract(make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(FILES)
+    db = str(tmp_path / "cli.duckdb")
+    runner = CliRunner()
+    outcome = runner.invoke(cli, ["search", "--repo", str(repo.path), "--db", db,
+                                  "--no-embeddings", "--json", "--k", "3", "create_session"])
+    assert outcome.exit_code == 0, outcome.stderr
+    hits = json.loads(outcome.stdout)
+    assert 1 <= len(hits) <= 3
+    for key in ("rank", "path", "symbol", "role", "start_line", "end_line", "revision",
+                "score"):
+        assert key in hits[0]
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    assert len(hits[0]["revision"]) == 40
+
+
+def test_cli_search_rejects_an_empty_query(make_repo: Callable[..., GitRepo],
+                                           tmp_path: Path) -> None:
+    repo = make_repo(FILES)
+    outcome = CliRunner().invoke(cli, ["search", "--repo", str(repo.path), "--db",
+                                       str(tmp_path / "x.duckdb"), "--no-embeddings", "  "])
+    assert outcome.exit_code == 2 and "empty" in outcome.stderr
