@@ -169,9 +169,9 @@ _EVAL_SPLITS = ("tuning", "heldout")
 
 
 @cli.command("eval")
-@click.option("--cases", "cases_path", required=True,
-              type=click.Path(dir_okay=False, path_type=Path),
-              help="Labelled cases, one JSON object per line (format: evals/README.md).")
+@click.option("--cases", "cases_path", required=True, type=click.Path(path_type=Path),
+              help="Labelled cases: a JSONL file, or a directory of them (format: "
+                   "evals/README.md).")
 @click.option("--recorded", "results_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Recorded mode: score this results file (JSON); no index, network or "
                    "model is used.")
@@ -197,10 +197,13 @@ _EVAL_SPLITS = ("tuning", "heldout")
               help="Live mode: embedding model.")
 @click.option("--no-embeddings", is_flag=True,
               help="Live mode: lexical and structural retrieval only.")
+@click.option("--doc", "doc_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the evaluation document (held-out results in full, tuning "
+                   "in brief), e.g. docs/evaluation.md.")
 def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_dir: Path,
                  gate_path: Path | None, split: str | None, corpora_path: Path,
                  cache_dir: Path, retriever_names: tuple[str, ...], model: str,
-                 no_embeddings: bool) -> None:
+                 no_embeddings: bool, doc_path: Path | None) -> None:
     """Score retrieval against labelled cases and check the scores against a gate.
 
     Recorded mode (--recorded) scores a stored results file; live mode (--live) indexes
@@ -210,7 +213,9 @@ def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_di
     and report.md into OUT. Exits 0 when the gate passes or none is given, 1 when it
     fails (failures printed one per line), 2 for invalid input.
     """
-    from pr_context.evals.cases import SPLITS
+    from pr_context.evals.cases import SPLITS, load_cases
+    from pr_context.evals.corpora import load_corpora
+    from pr_context.evals.document import evaluation_document
     from pr_context.evals.errors import GateFailedError
     from pr_context.evals.gate import evaluate_gate, load_gate
     from pr_context.evals.markdown import summary_lines
@@ -232,6 +237,10 @@ def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_di
     for line in summary_lines(report):
         click.echo(line)
     click.echo(f"wrote {out_dir / 'report.md'}, report.json, run.json")
+    if doc_path is not None:
+        cases = load_cases(cases_path, load_corpora(corpora_path))
+        doc_path.write_text(evaluation_document(cases, report.runs), encoding="utf-8")
+        click.echo(f"wrote {doc_path}")
     if gate is None:
         for run in report.runs:
             if not run.valid:

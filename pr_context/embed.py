@@ -55,6 +55,10 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> Embeddings: ...
 
+    def word_pieces(self, word: str) -> int:
+        """How many tokenizer pieces ``word`` takes: more than one marks a rare word."""
+        ...
+
 
 def default_model_path() -> str | None:
     """Where the bundled default model lies on disk, or None if the package is missing."""
@@ -110,6 +114,9 @@ class SentenceTransformerEmbedder:
             show_progress_bar=False,
         )
         return Embeddings(np.asarray(vectors, dtype=np.float32), counts)
+
+    def word_pieces(self, word: str) -> int:
+        return len(self._model.tokenizer.tokenize(word))
 
     @cached_property
     def _model(self) -> Any:

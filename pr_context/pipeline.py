@@ -19,6 +19,8 @@ from pr_context.index.store import IndexStore
 from pr_context.progress import Progress
 from pr_context.retrieve import DEFAULT_K, SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
+from pr_context.retrieve.fusion import intent_words
+from pr_context.retrieve.tokens import plain_words
 
 __all__ = ["Searcher", "embedder_for", "existing_model"]
 
@@ -70,7 +72,11 @@ class Searcher:
 
     def search(self, corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
                path_context: str | None = None) -> SearchOutcome:
-        return search(corpus, query, k, self.query_vector(corpus, query), path_context)
+        skip = intent_words(query)
+        rare = frozenset(w for w in plain_words(query)
+                         if self.embedder is not None and w.lower() not in skip
+                         and self.embedder.word_pieces(w) > 1)
+        return search(corpus, query, k, self.query_vector(corpus, query), path_context, rare)
 
     def query_vector(self, corpus: SearchCorpus, query: str) -> np.ndarray | None:
         if corpus.vectors is None:

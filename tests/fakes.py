@@ -21,7 +21,7 @@ class FakeEmbedder:
     """
 
     name = "fake-hashing-embedder"
-    dimension = 32
+    dimension = 256
     max_tokens = 64
 
     def __init__(self) -> None:
@@ -40,6 +40,10 @@ class FakeEmbedder:
             norm = float(np.linalg.norm(vectors[row])) or 1.0
             vectors[row] /= norm
         return Embeddings(vectors, tuple(counts))
+
+    def word_pieces(self, word: str) -> int:
+        """Like a WordPiece vocabulary of short words: long or digit-bearing words split."""
+        return 1 + (len(word) > 10) + any(ch.isdigit() for ch in word)
 
     @property
     def embedded_texts(self) -> list[str]:

@@ -32,7 +32,7 @@ from tests.conftest import GitRepo
 
 ROOT = Path(__file__).resolve().parent.parent
 EVALS = ROOT / "evals"
-CASES = EVALS / "cases" / "example.jsonl"
+CASES = EVALS / "recorded" / "example-cases.jsonl"
 RESULTS = EVALS / "recorded" / "example-results.json"
 CORPORA = EVALS / "corpora.yml"
 WERKZEUG = "1debd354c06577fc8a9731f01c288f2fcfc6d2af"

@@ -130,11 +130,24 @@ def test_docs_intent_prefers_docs(shop: tuple[Searcher, SearchCorpus]) -> None:
     assert outcome.hits[0].path == "docs/sessions.md"
 
 
-def test_nothing_relevant_is_an_empty_answer_with_a_reason(
+def test_nothing_similar_is_an_empty_answer_with_a_reason(
         shop: tuple[Searcher, SearchCorpus]) -> None:
-    outcome = run(shop, "kubernetes pod autoscaling quota")
+    outcome = run(shop, "quota for pods per zone")
     assert outcome.hits == []
     assert outcome.message and "relevance threshold" in outcome.message
+
+
+def test_a_rare_word_the_codebase_never_uses_means_nothing_relevant(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(shop, "refresh the session token stored in kubernetes2 secrets")
+    assert outcome.hits == []
+    assert outcome.message == "nothing relevant: the codebase never mentions 'kubernetes2'"
+
+
+def test_a_name_written_as_code_overrides_the_threshold(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(shop, "does `validate_refresh_token` run in kubernetes2 pods")
+    assert outcome.hits[0].symbol == "shop.tokens.validate_refresh_token"
 
 
 def test_traceback_frames_point_at_the_raising_code(shop: tuple[Searcher, SearchCorpus]

@@ -97,10 +97,22 @@ class Case:
 
 
 def load_cases(path: Path, corpora: Mapping[str, Corpus]) -> tuple[Case, ...]:
-    """Read and validate a JSONL case file (blank lines are skipped).
+    """Read and validate a JSONL case file, or every ``*.jsonl`` in a directory.
+
+    Blank lines are skipped; ids must be unique across all files.
 
     :raises CaseFileError: unreadable file, invalid JSON or an invalid case.
     """
+    if path.is_dir():
+        files = sorted(path.glob("*.jsonl"))
+        if not files:
+            raise CaseFileError(f"{path}: no *.jsonl case files")
+        cases = [case for file in files for case in load_cases(file, corpora)]
+        duplicates = sorted({c.id for c in cases if sum(d.id == c.id for d in cases) > 1})
+        if duplicates:
+            raise CaseFileError(f"{path}: duplicate case ids across files: "
+                                f"{', '.join(duplicates)}")
+        return tuple(cases)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:

@@ -172,6 +172,7 @@ class NaiveWindowsRetriever:
         if missing:
             self.progress.start("embedding 400-line windows", len(missing))
             vectors = self.embedder.embed([t for _, t in missing]).vectors
+            self.progress.advance(len(missing))
             con.executemany("INSERT INTO windows VALUES (?, ?)",
                             [(h, v.tolist()) for (h, _), v in zip(missing, vectors, strict=True)])
             stored.update({h: v.tolist() for (h, _), v in zip(missing, vectors, strict=True)})

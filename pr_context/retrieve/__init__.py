@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.fusion import (
     DEFINITION_KINDS,
+    IMPORTED_NAME_BOOST,
     INTENT_ROLES,
     NEIGHBOURHOOD_BOOST,
     detect_intent,
@@ -47,6 +48,13 @@ MIN_LEXICAL_COVERAGE = 0.6
 # A single hit this far below the query's best similarity is noise, not an answer.
 MIN_HIT_COSINE_RATIO = 0.5
 DEFINITION_BOOST = 1.2  # a definition beats a chunk that only uses the name
+# "How does X work" is answered by code with logic in it: a property or one-line
+# accessor that merely shares the query's words ranks a little lower, unless named.
+TRIVIAL_DEFINITION_LINES = 4
+TRIVIAL_DEFINITION_FACTOR = 0.8
+# Only evidence this strong (a name written as code, not a plain word that happens to
+# name a definition) overrides the relevance threshold.
+EXACT_EVIDENCE_STRENGTH = 0.5
 
 
 @dataclass(frozen=True)
@@ -76,8 +84,14 @@ class SearchOutcome:
 
 def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
            query_vector: NDArray[np.float32] | None = None,
-           path_context: str | None = None) -> SearchOutcome:
-    """The ``k`` best chunks for ``query``, or none with a message when nothing is relevant."""
+           path_context: str | None = None,
+           rare_words: frozenset[str] = frozenset()) -> SearchOutcome:
+    """The ``k`` best chunks for ``query``, or none with a message when nothing is relevant.
+
+    ``rare_words`` are the query's prose words that are rare in general English (the
+    embedding tokenizer splits them); one the codebase never uses names a concept the
+    codebase does not have.
+    """
     intent = detect_intent(query)
     rankings = {
         "bm25": bm25_ranking(corpus, query),
@@ -90,9 +104,10 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
     contributions = fuse(rankings, intent)
     cosines = cosine_scores(corpus, query_vector)
     near = neighbourhood_paths(corpus, path_context)
+    imported = corpus.imports_by_path.get(path_context or "", set())
     rewritten = " ".join(tokenize(query, drop_stopwords=True))
     candidates = _ordered(corpus, contributions, lambda i, c: sum(c.values()))
-    message = _irrelevance(corpus, query, rankings, cosines)
+    message = _irrelevance(corpus, query, rankings, cosines, rare_words)
     if message:
         return SearchOutcome(query, rewritten, intent.intent, [], candidates[:k * 5], message)
 
@@ -106,11 +121,16 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
         if cosines is not None and not _has_exact_evidence(parts) \
                 and float(cosines[index]) < best_cosine * MIN_HIT_COSINE_RATIO:
             return 0.0
-        score = sum(parts.values()) * role_weight(chunk.role, intent)
+        score = sum(parts.values()) * role_weight(chunk.role, intent, chunk.symbol, chunk.path)
         if chunk.kind in DEFINITION_KINDS and "structure" in parts:
             score *= DEFINITION_BOOST
+        elif (chunk.kind == "definition" and intent.intent == "implementation"
+              and chunk.end_line - chunk.start_line + 1 <= TRIVIAL_DEFINITION_LINES):
+            score *= TRIVIAL_DEFINITION_FACTOR
         if chunk.path in near:
             score *= NEIGHBOURHOOD_BOOST
+        if chunk.symbol and chunk.symbol in imported:
+            score *= IMPORTED_NAME_BOOST
         return score
 
     ranked = [h for h in _ordered(corpus, contributions, final_score, cosines) if h.score > 0]
@@ -124,12 +144,17 @@ def _has_exact_evidence(parts: dict[str, float]) -> bool:
 
 
 def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tuple[int, float]]],
-                 cosines: NDArray[np.float32] | None) -> str | None:
+                 cosines: NDArray[np.float32] | None, rare_words: frozenset[str]
+                 ) -> str | None:
     """Why nothing should be returned, or None when something may be relevant."""
     if not corpus.chunks:
         return "the index holds no chunks"
-    if rankings["structure"] or rankings["traceback"] or rankings["usage"]:
+    if _exact_match(corpus, rankings):
         return None
+    unknown = sorted(w for w in rare_words if not set(tokenize(w)) & corpus.vocabulary)
+    if unknown:
+        return ("nothing relevant: the codebase never mentions "
+                + ", ".join(repr(w) for w in unknown))
     if cosines is not None:
         best = float(cosines.max())
         if best < MIN_QUERY_COSINE:
@@ -137,6 +162,13 @@ def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tupl
                     f"the relevance threshold {MIN_QUERY_COSINE:.2f}")
         return None
     return _lexical_irrelevance(corpus, query, rankings["bm25"])
+
+
+def _exact_match(corpus: SearchCorpus, rankings: dict[str, list[tuple[int, float]]]) -> bool:
+    """A name written as code, a raise site, a traceback frame or a usage matched."""
+    strong = [s for s in ("structure", "traceback", "usage")
+              for _, score in rankings[s][:1] if score >= EXACT_EVIDENCE_STRENGTH]
+    return bool(strong)
 
 
 def _lexical_irrelevance(corpus: SearchCorpus, query: str,

@@ -7,6 +7,7 @@ so a caller that only needs the graph never pays for it.
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pr_context.index.store import IndexStore, Manifest
+from pr_context.parse.code_paths import module_path
 from pr_context.retrieve.tokens import tokenize
 
 if TYPE_CHECKING:
@@ -68,6 +70,11 @@ class SearchCorpus:
         from rank_bm25 import BM25Okapi
 
         return BM25Okapi([tokenize(t) or ["_"] for t in self.texts])
+
+    @cached_property
+    def vocabulary(self) -> set[str]:
+        """Every token of every chunk."""
+        return set(self.bm25.idf)
 
     @cached_property
     def paths(self) -> set[str]:
@@ -126,13 +133,30 @@ def _load_definitions(store: IndexStore) -> dict[str, list[DefinitionInfo]]:
 
 
 def _load_imports(store: IndexStore) -> dict[str, set[str]]:
+    """path -> dotted modules (and module.name) it imports, relative imports resolved."""
     imports: dict[str, set[str]] = defaultdict(set)
-    for path, module, name in store.query("SELECT path, module, name FROM imports"):
-        target = module.replace("/", ".").replace("::", ".").strip(".")
+    rows = store.query("SELECT i.path, i.module, i.name, i.level, f.language FROM imports i "
+                       "JOIN files f USING (path)")
+    for path, module, name, level, language in rows:
+        target = _absolute_module(path, module, level, language)
         imports[path].add(target)
-        if name and name != "*":
+        if name and name not in ("*", "default"):
             imports[path].add(f"{target}.{name}".strip("."))
     return dict(imports)
+
+
+def _absolute_module(path: str, module: str, level: int, language: str) -> str:
+    """``from ..x import y`` in pkg/a/b.py is pkg.x; ``'./util'`` in src/a.ts is src.util."""
+    if language == "python" and level > 0:
+        package = module_path(path, "python").split(".")
+        if not path.endswith("__init__.py"):
+            package = package[:-1]
+        package = package[: len(package) - (level - 1)] if level > 1 else package
+        return ".".join([*package, *([module] if module else [])])
+    if module.startswith("."):
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), module))
+        return module_path(joined + ".ts", "typescript")
+    return module.replace("/", ".").replace("::", ".").strip(".")
 
 
 def _load_usages(store: IndexStore) -> dict[str, list[int]]:
@@ -151,11 +175,15 @@ def _load_usages(store: IndexStore) -> dict[str, list[int]]:
 
 
 def _load_modules(store: IndexStore) -> dict[str, str]:
-    """path -> module prefix, taken from its top-level definitions' qualified names."""
-    modules: dict[str, str] = {}
+    """path -> dotted module: by path rules, or from its definitions (Go, Java packages)."""
+    modules: dict[str, str] = {
+        path: module_path(path, language)
+        for path, language in store.query(
+            "SELECT path, language FROM files WHERE language IN "
+            "('python', 'javascript', 'typescript', 'tsx')")}
     for path, qualified, name in store.query(
             "SELECT path, qualified_name, name FROM definitions WHERE parent IS NULL "
             "ORDER BY path, ordinal"):
-        if path not in modules and qualified.endswith("." + name):
+        if path not in modules and qualified.endswith("." + name):  # first definition
             modules[path] = qualified[: -len(name) - 1]
     return modules

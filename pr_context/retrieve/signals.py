@@ -36,7 +36,7 @@ CANDIDATES_PER_SIGNAL = 100
 CODE_WORD_STRENGTH = 1.0  # snake_case, CamelCase, dotted or backticked: surely a name
 # A plain word that happens to be a definition's name ("release", "hook") is weak
 # evidence: in prose it is more often the English word than the symbol.
-PLAIN_WORD_STRENGTH = 0.25
+PLAIN_WORD_STRENGTH = 0.0
 MIN_PLAIN_WORD_CHARS = 4
 MIN_NAME_SHARE = 0.5  # at least half of a definition name's words appear in the query
 SINGLE_WORD_NAME_FACTOR = 0.5
@@ -181,11 +181,12 @@ def _query_names(query: str) -> list[tuple[str, float]]:
     names: dict[str, float] = {}
     for name in identifiers(query):
         names[name.strip(".")] = CODE_WORD_STRENGTH
-    for match in _WORD.finditer(query):
-        word = match.group()
-        if (word not in names and len(word) >= MIN_PLAIN_WORD_CHARS
-                and word.lower() not in STOPWORDS):
-            names[word] = PLAIN_WORD_STRENGTH
+    if PLAIN_WORD_STRENGTH > 0:
+        for match in _WORD.finditer(query):
+            word = match.group()
+            if (word not in names and len(word) >= MIN_PLAIN_WORD_CHARS
+                    and word.lower() not in STOPWORDS):
+                names[word] = PLAIN_WORD_STRENGTH
     return sorted(names.items())
 
 
@@ -240,8 +241,7 @@ def neighbourhood_paths(corpus: SearchCorpus, path: str | None) -> set[str]:
     own = corpus.module_of_path.get(path)
     if own:
         for other, modules in corpus.imports_by_path.items():
-            if any(m == own or m.startswith(own + ".") or own.endswith("." + m)
-                   for m in modules):
+            if any(m == own or m.startswith(own + ".") for m in modules):
                 near.add(other)
     return near
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOPWORDS", "identifiers", "stem", "tokenize"]
+__all__ = ["STOPWORDS", "identifiers", "plain_words", "stem", "tokenize"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Boundaries inside an identifier: lower->Upper, UPPER->Upper+lower, letter<->digit.
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 MIN_TOKEN_CHARS = 2
+# A word in prose: letters (an optional capital) and digits, not touching code punctuation.
+_PLAIN_WORD = re.compile(r"(?<![\w.`])[A-Za-z][a-z0-9]+(?![\w.`(])")
 # (suffix, replacement, shortest stem kept): longest suffixes first.
 _SUFFIXES = (("ations", "at", 4), ("ation", "at", 4), ("ings", "", 4), ("ing", "", 4),
              ("ies", "y", 2), ("ied", "y", 2), ("ed", "", 4), ("es", "", 4), ("e", "", 4),
@@ -55,6 +57,16 @@ def stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= keep and not word.endswith("ss"):
             return word[: len(word) - len(suffix)] + replacement
     return word
+
+
+def plain_words(text: str, min_chars: int = 5) -> list[str]:
+    """Prose words of ``text`` (not code, not stopwords), in order, without repeats."""
+    seen: list[str] = []
+    for match in _PLAIN_WORD.finditer(text):
+        word = match.group()
+        if len(word) >= min_chars and word.lower() not in STOPWORDS and word not in seen:
+            seen.append(word)
+    return seen
 
 
 def identifiers(text: str) -> list[str]:
