@@ -26,6 +26,7 @@ from pr_context.retrieve.signals import (
     embedding_ranking,
     name_ranking,
     neighbourhood_paths,
+    reported_exceptions,
     structure_ranking,
     traceback_locations,
     usage_ranking,
@@ -51,6 +52,9 @@ DEFINITION_BOOST = 1.2  # a definition beats a chunk that only uses the name
 # "How does X work" is answered by code with logic in it: a property or one-line
 # accessor that merely shares the query's words ranks a little lower, unless named.
 TRIVIAL_DEFINITION_LINES = 4
+# "ValueError: bad x" asks where and why it is raised: the exception class itself, which
+# every signal matches by name, steps behind the raise sites.
+REPORTED_EXCEPTION_FACTOR = 0.5
 TRIVIAL_DEFINITION_FACTOR = 0.8
 # Only evidence this strong (a name written as code, not a plain word that happens to
 # name a definition) overrides the relevance threshold.
@@ -105,6 +109,7 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
     cosines = cosine_scores(corpus, query_vector)
     near = neighbourhood_paths(corpus, path_context)
     imported = corpus.imports_by_path.get(path_context or "", set())
+    reported = reported_exceptions(corpus, query)
     rewritten = " ".join(tokenize(query, drop_stopwords=True))
     candidates = _ordered(corpus, contributions, lambda i, c: sum(c.values()))
     message = _irrelevance(corpus, query, rankings, cosines, rare_words)
@@ -127,6 +132,8 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
         elif (chunk.kind == "definition" and intent.intent == "implementation"
               and chunk.end_line - chunk.start_line + 1 <= TRIVIAL_DEFINITION_LINES):
             score *= TRIVIAL_DEFINITION_FACTOR
+        if chunk.kind == "class_header" and (chunk.symbol or "").rsplit(".", 1)[-1] in reported:
+            score *= REPORTED_EXCEPTION_FACTOR
         if chunk.path in near:
             score *= NEIGHBOURHOOD_BOOST
         if chunk.symbol and chunk.symbol in imported:

@@ -61,7 +61,7 @@ DEFAULT_ROLE_WEIGHTS = MappingProxyType({
 # When the query asks for a role, that role leads and production steps back a little:
 # the implementation is still useful context for a question about its tests.
 ASKED_ROLE_WEIGHT = 1.2
-PRODUCTION_WHEN_OTHER_ASKED = 0.7
+PRODUCTION_WHEN_OTHER_ASKED = 0.5
 INTENT_ROLES: dict[Intent, tuple[str, ...]] = {
     "implementation": (),
     "how_to": (),

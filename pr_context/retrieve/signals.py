@@ -24,6 +24,7 @@ __all__ = [
     "bm25_ranking",
     "embedding_ranking",
     "name_ranking",
+    "reported_exceptions",
     "neighbourhood_paths",
     "structure_ranking",
     "traceback_locations",
@@ -94,6 +95,16 @@ def structure_ranking(corpus: SearchCorpus, query: str) -> Ranking:
     for index, strength in raised:
         scores[index] = max(scores.get(index, 0.0), strength)
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def reported_exceptions(corpus: SearchCorpus, query: str) -> set[str]:
+    """Exception classes the query reports (``Name: message``) that the code raises."""
+    names = set()
+    for word, _strength in _query_names(query):
+        name = word.rsplit(".", 1)[-1]
+        if re.search(rf"\b{re.escape(name)}:", query) and name in corpus.definitions_by_name:
+            names.add(name)
+    return names
 
 
 def _raise_sites(corpus: SearchCorpus, query: str) -> Ranking:
