@@ -26,6 +26,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 from pr_context.embed import DEFAULT_MODEL, SentenceTransformerEmbedder
 from pr_context.evals.cases import load_cases
@@ -72,9 +73,12 @@ def index_with_random_vectors(repo: Path, db: Path, dimension: int) -> dict[str,
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     con.execute(f"CREATE TABLE embeddings (text_hash VARCHAR NOT NULL, tokens INTEGER "
                 f"NOT NULL, truncated BOOLEAN NOT NULL, vector FLOAT[{dimension}])")
-    con.executemany("INSERT INTO embeddings VALUES (?, 0, false, ?)",
-                    [(h, v.astype(np.float32).tolist()) for h, v in zip(hashes, vectors,
-                                                                       strict=True)])
+    rows = pa.table({
+        "text_hash": hashes, "tokens": [0] * len(hashes), "truncated": [False] * len(hashes),
+        "vector": pa.FixedSizeListArray.from_arrays(
+            pa.array(vectors.astype(np.float32).ravel()), dimension)})
+    con.register("random_vectors", rows)
+    con.execute("INSERT INTO embeddings SELECT * FROM random_vectors")
     con.execute("UPDATE manifest SET value = ? WHERE key = 'embedding_model'", (DEFAULT_MODEL,))
     con.execute("UPDATE manifest SET value = ? WHERE key = 'embedding_dimension'",
                 (str(dimension),))

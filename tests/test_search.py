@@ -15,6 +15,7 @@ from pr_context.pipeline import Searcher
 from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
+from pr_context.retrieve.signals import bm25_scores
 from pr_context.retrieve.tokens import identifiers, stem, tokenize
 from tests.conftest import GitRepo
 from tests.fakes import FakeEmbedder
@@ -210,3 +211,10 @@ def test_cli_search_rejects_an_empty_query(make_repo: Callable[..., GitRepo],
     outcome = CliRunner().invoke(cli, ["search", "--repo", str(repo.path), "--db",
                                        str(tmp_path / "x.duckdb"), "--no-embeddings", "  "])
     assert outcome.exit_code == 2 and "empty" in outcome.stderr
+
+
+def test_bm25_over_postings_matches_rank_bm25(shop: tuple[Searcher, SearchCorpus]) -> None:
+    _, corpus = shop
+    terms = tokenize("validate expired refresh token session", drop_stopwords=True)
+    expected = corpus.bm25.get_scores(terms)
+    assert bm25_scores(corpus, terms) == pytest.approx(expected)

@@ -36,7 +36,7 @@ from pr_context.policy import decode_text
 from pr_context.progress import Progress
 from pr_context.retrieve import SearchHit
 from pr_context.retrieve.corpus import SearchCorpus
-from pr_context.retrieve.signals import bm25_ranking, embedding_ranking
+from pr_context.retrieve.signals import bm25_ranking, cosine_scores, embedding_ranking
 
 __all__ = [
     "LIVE_RETRIEVERS",
@@ -95,7 +95,7 @@ class SingleSignalRetriever:
             ranking = bm25_ranking(corpus, query, k)
         else:
             vector = self.searcher.query_vector(corpus, query)
-            ranking = embedding_ranking(corpus, vector, k) if vector is not None else []
+            ranking = embedding_ranking(cosine_scores(corpus, vector), k)
         results = [self._chunk(corpus, rank, index, score)
                    for rank, (index, score) in enumerate(ranking, start=1)]
         return SearchRun(manifest=_manifest(corpus), rewritten_query=None,

@@ -97,16 +97,16 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
     codebase does not have.
     """
     intent = detect_intent(query)
+    cosines = cosine_scores(corpus, query_vector)
     rankings = {
         "bm25": bm25_ranking(corpus, query),
-        "embedding": embedding_ranking(corpus, query_vector) if query_vector is not None else [],
+        "embedding": embedding_ranking(cosines),
         "structure": structure_ranking(corpus, query),
         "name": name_ranking(corpus, query),
         "traceback": traceback_locations(corpus, query),
         "usage": usage_ranking(corpus, query, INTENT_ROLES[intent.intent]),
     }
     contributions = fuse(rankings, intent)
-    cosines = cosine_scores(corpus, query_vector)
     near = neighbourhood_paths(corpus, path_context)
     imported = corpus.imports_by_path.get(path_context or "", set())
     reported = reported_exceptions(corpus, query)

@@ -22,10 +22,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Ranking",
     "bm25_ranking",
+    "bm25_scores",
     "embedding_ranking",
     "name_ranking",
-    "reported_exceptions",
     "neighbourhood_paths",
+    "reported_exceptions",
     "structure_ranking",
     "traceback_locations",
     "usage_ranking",
@@ -52,9 +53,15 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def _top(scores: NDArray[np.float64] | NDArray[np.float32], limit: int) -> Ranking:
+    """The ``limit`` best positive scores, ties broken by index."""
     if scores.size == 0:
         return []
-    order = np.lexsort((np.arange(scores.size), -scores))[:limit]
+    if scores.size > limit:
+        threshold = np.partition(scores, scores.size - limit)[scores.size - limit]
+        candidates = np.flatnonzero(scores >= threshold)
+    else:
+        candidates = np.arange(scores.size)
+    order = candidates[np.lexsort((candidates, -scores[candidates]))][:limit]
     return [(int(i), float(scores[i])) for i in order if scores[i] > 0]
 
 
@@ -64,19 +71,32 @@ def bm25_ranking(corpus: SearchCorpus, query: str, limit: int = CANDIDATES_PER_S
     terms = sorted(set(tokenize(query, drop_stopwords=True)))
     if not terms or not corpus.chunks:
         return []
-    return _top(np.asarray(corpus.bm25.get_scores(terms)), limit)
+    return _top(bm25_scores(corpus, terms), limit)
 
 
-def embedding_ranking(corpus: SearchCorpus, query_vector: NDArray[np.float32],
+def bm25_scores(corpus: SearchCorpus, terms: Sequence[str]) -> NDArray[np.float64]:
+    """rank-bm25's BM25Okapi scores for ``terms``, computed over posting lists."""
+    model = corpus.bm25
+    scores = np.zeros(len(corpus.chunks))
+    lengths = np.asarray(model.doc_len, dtype=np.float64)
+    for term in terms:
+        if term not in corpus.bm25_postings:
+            continue
+        docs, freqs = corpus.bm25_postings[term]
+        norm = model.k1 * (1 - model.b + model.b * lengths[docs] / model.avgdl)
+        scores[docs] += model.idf[term] * (freqs * (model.k1 + 1) / (freqs + norm))
+    return scores
+
+
+def embedding_ranking(cosines: NDArray[np.float32] | None,
                       limit: int = CANDIDATES_PER_SIGNAL) -> Ranking:
-    """Cosine similarity (vectors are normalised, so a dot product) over every chunk."""
-    if corpus.vectors is None or not corpus.chunks:
-        return []
-    return _top(corpus.vectors @ query_vector, limit)
+    """The chunks most similar to the query, from ``cosine_scores``."""
+    return [] if cosines is None else _top(cosines, limit)
 
 
 def cosine_scores(corpus: SearchCorpus, query_vector: NDArray[np.float32] | None
                   ) -> NDArray[np.float32] | None:
+    """Cosine similarity of every chunk (vectors are normalised: a dot product)."""
     if corpus.vectors is None or query_vector is None:
         return None
     scores: NDArray[np.float32] = corpus.vectors @ query_vector
@@ -149,26 +169,22 @@ def name_ranking(corpus: SearchCorpus, query: str) -> Ranking:
     ``_compare_compatible`` for "how are compatible versions compared": code names
     describe behaviour, so a name made of the query's words is strong evidence even when
     the body is long and shares little else with the query. Scored by the share of the
-    name's words present in the query.
+    name's words present in the query; one-word names count half (mostly English words).
     """
     words = set(tokenize(query, drop_stopwords=True))
-    if not words:
-        return []
+    shared: dict[str, set[str]] = {}
+    for word in words:
+        if len(word) >= MIN_PLAIN_WORD_CHARS:
+            for symbol in corpus.symbols_by_name_word.get(word, ()):
+                shared.setdefault(symbol, set()).add(word)
     scores: dict[int, float] = {}
-    for symbol, indexes in corpus.chunk_by_symbol.items():
-        name = symbol.rsplit(".", 1)[-1]
-        if name.startswith("__"):  # __call__, __init__: protocol names say nothing
-            continue
-        compound = tokenize(name)
-        parts = set(compound[:-1] if len(compound) > 1 else compound)
-        shared = parts & words
-        if not shared or max(len(w) for w in shared) < MIN_PLAIN_WORD_CHARS:
-            continue
-        share = len(shared) / len(parts)
-        if len(parts) == 1:  # a one-word name is mostly an English word
+    for symbol, found in shared.items():
+        parts = corpus.name_words[symbol]
+        share = len(found | (parts & words)) / len(parts)
+        if len(parts) == 1:
             share *= SINGLE_WORD_NAME_FACTOR
         if share >= MIN_NAME_SHARE * (SINGLE_WORD_NAME_FACTOR if len(parts) == 1 else 1):
-            for index in indexes:
+            for index in corpus.chunk_by_symbol[symbol]:
                 scores[index] = share
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
