@@ -114,7 +114,7 @@ def test_update_reparses_and_reembeds_only_what_changed(make_repo: Callable[...,
                                                         tmp_path: Path) -> None:
     repo = make_repo(STARTER)
     db = tmp_path / "index.duckdb"
-    index(repo, db, embedder=FakeEmbedder())
+    before, _ = index(repo, db, embedder=FakeEmbedder())
     repo.write("pkg/util.py", UTIL + "\n\ndef backoff(n):\n    return 2 ** n\n")
     repo.commit("add backoff")
     embedder = FakeEmbedder()
@@ -123,7 +123,7 @@ def test_update_reparses_and_reembeds_only_what_changed(make_repo: Callable[...,
     assert result.changes["parsed"] == 1 and result.changes["modified"] == 1
     assert embedder.embedded_texts and all("pkg/util.py" in t for t in embedder.embedded_texts)
     fresh, _ = index(repo, tmp_path / "fresh.duckdb", embedder=FakeEmbedder())
-    assert result.digest == fresh.digest
+    assert result.digest == fresh.digest != before.digest
     assert table_dump(db) == table_dump(tmp_path / "fresh.duckdb")
 
 

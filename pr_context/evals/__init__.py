@@ -4,7 +4,7 @@ Modules, in the order data flows through them:
 
 - ``corpora``: evals/corpora.yml; prepares each corpus as a git repository at a pinned,
   deterministic commit.
-- ``cases``: the JSONL case format (documented in evals/CASES.md), validated on load.
+- ``cases``: the JSONL case format (documented in evals/README.md), validated on load.
 - ``results``: what a retriever returned (``SearchRun``, ``RankedChunk``), and the
   recorded results file format.
 - ``metrics``: pure per-case metrics and aggregates with case counts.

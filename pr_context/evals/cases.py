@@ -1,6 +1,6 @@
 """Labelled retrieval cases: one JSON object per line, validated on load.
 
-The format is documented with an example in ``evals/CASES.md``. Loading checks everything
+The format is documented with an example in ``evals/README.md``. Loading checks everything
 that can be checked without an index: unique ids, known query classes and roles, splits,
 cutoffs, that a case is negative exactly when it has no evidence groups, that no target
 sits under one of its own forbidden prefixes, and that the revision is the one

@@ -43,7 +43,16 @@ CREATE TABLE cochange (
 );
 """
 
-MIGRATIONS: tuple[tuple[str, str], ...] = (("m001_create_tables", _M001_CREATE_TABLES),)
+# One digest per path over all its rows, kept up to date as paths are replaced, so the
+# index digest costs O(files), not O(rows), after a small update.
+_M002_FILE_DIGESTS = """
+CREATE TABLE file_digests (path VARCHAR NOT NULL, digest VARCHAR NOT NULL);
+"""
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("m001_create_tables", _M001_CREATE_TABLES),
+    ("m002_file_digests", _M002_FILE_DIGESTS),
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -179,21 +179,42 @@ class IndexStore:
     def replace_paths(self, removed: Iterable[str], rows: dict[str, TableRows]) -> None:
         """In one transaction: drop every row of ``removed`` paths, insert ``rows``."""
         removed = sorted(set(removed))
+        added = sorted(set(rows.get("files", {}).get("path", [])))
         with self._transaction():
             if removed:
                 self._con.register("removed_paths", pa.table({"path": removed}))
-                for table in DATA_TABLES:
+                for table in (*DATA_TABLES, "file_digests"):
                     self._con.execute(
                         f"DELETE FROM {table} WHERE path IN (SELECT path FROM removed_paths)"
                     )
                 self._con.unregister("removed_paths")
             for table, columns in rows.items():
                 self._insert(table, columns)
+            self._insert("file_digests", self._file_digests(added))
+
+    def _file_digests(self, paths: list[str]) -> TableRows:
+        """Each path's digest over its rows in every data table."""
+        if not paths:
+            return {}
+        self._con.register("digest_paths", pa.table({"path": paths}))
+        parts: dict[str, list[str]] = {p: [] for p in paths}
+        for table, order in DATA_TABLES.items():
+            rows = self._con.execute(
+                f"SELECT t.path, count(*), md5(string_agg(CAST(t AS VARCHAR), chr(30) "
+                f"ORDER BY {order})) FROM {table} t JOIN digest_paths USING (path) "
+                "GROUP BY t.path").fetchall()
+            found = {path: f"{table}:{n}:{md5}" for path, n, md5 in rows}
+            for path in paths:
+                parts[path].append(found.get(path, f"{table}:0"))
+        self._con.unregister("digest_paths")
+        return {"path": paths,
+                "digest": [hashlib.sha256(";".join(parts[p]).encode()).hexdigest()
+                           for p in paths]}
 
     def clear(self) -> None:
         """Remove every row but the content-addressed vectors, for a full rebuild."""
         with self._transaction():
-            for table in (*DATA_TABLES, "cochange", "manifest"):
+            for table in (*DATA_TABLES, "file_digests", "cochange", "manifest"):
                 self._con.execute(f"DELETE FROM {table}")
         self.manifest = None
 
@@ -273,8 +294,7 @@ class IndexStore:
         settings = {k: v for k, v in asdict(self.manifest).items()
                     if k not in ("build_id", "built_at")}
         h.update(json.dumps(settings, sort_keys=True).encode())
-        tables = dict(DATA_TABLES, cochange="path_a, path_b")
-        for table, order in tables.items():
+        for table, order in (("file_digests", "path"), ("cochange", "path_a, path_b")):
             h.update(self._table_digest(table, order).encode())
         # A missing embeddings table and an empty one hash alike.
         embeddings = (self._table_digest("embeddings", "text_hash", "text_hash, tokens, truncated")
