@@ -351,3 +351,29 @@ def test_git_corpus_cases_are_not_checked_against_a_pinned_revision(tmp_path: Pa
     cases = tmp_path / "cases.jsonl"
     cases.write_text(json.dumps({**VALID_CASE, "repo": "self", "revision": "e" * 40}) + "\n")
     assert load_cases(cases, corpora)[0].revision == "e" * 40
+
+
+def test_the_shipped_gold_cases_load_as_one_directory() -> None:
+    cases = load_cases(EVALS / "cases", load_corpora(EVALS / "corpora.yml"))
+    assert len(cases) >= 60
+    assert {c.split for c in cases} == {"tuning", "heldout"}
+    assert {c.query_class for c in cases} == {
+        "identifier", "behavior", "stack_trace", "how_to_use", "test_lookup", "negative"}
+    assert len({c.repo for c in cases}) >= 3
+
+
+def test_a_case_directory_rejects_ids_repeated_across_files(tmp_path: Path) -> None:
+    source = (EVALS / "recorded" / "example-cases.jsonl").read_text().splitlines()[0]
+    (tmp_path / "a.jsonl").write_text(source + "\n")
+    (tmp_path / "b.jsonl").write_text(source + "\n")
+    with pytest.raises(CaseFileError, match="duplicate case ids across files"):
+        load_cases(tmp_path, load_corpora(EVALS / "corpora.yml"))
+
+
+def test_ci_recorded_heldout_run_passes_the_regression_gate(tmp_path: Path) -> None:
+    outcome = CliRunner().invoke(cli, [
+        "eval", "--cases", str(EVALS / "cases"), "--split", "heldout",
+        "--recorded", str(EVALS / "recorded" / "live-heldout.json"),
+        "--out", str(tmp_path / "out"), "--gate", str(EVALS / "gate-regression.yml")])
+    assert outcome.exit_code == 0, outcome.output
+    assert "gate" in outcome.stdout and "passed" in outcome.stdout

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -107,12 +108,13 @@ def load_cases(path: Path, corpora: Mapping[str, Corpus]) -> tuple[Case, ...]:
         files = sorted(path.glob("*.jsonl"))
         if not files:
             raise CaseFileError(f"{path}: no *.jsonl case files")
-        cases = [case for file in files for case in load_cases(file, corpora)]
-        duplicates = sorted({c.id for c in cases if sum(d.id == c.id for d in cases) > 1})
+        merged = [case for file in files for case in load_cases(file, corpora)]
+        counts = Counter(case.id for case in merged)
+        duplicates = sorted(case_id for case_id, n in counts.items() if n > 1)
         if duplicates:
             raise CaseFileError(f"{path}: duplicate case ids across files: "
                                 f"{', '.join(duplicates)}")
-        return tuple(cases)
+        return tuple(merged)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
