@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pr_context.embed import SentenceTransformerEmbedder
 from tests.fakes import FakeEmbedder
 
 _GIT_ENV = {
@@ -72,3 +73,11 @@ def make_repo(tmp_path: Path) -> Callable[..., GitRepo]:
 @pytest.fixture
 def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> SentenceTransformerEmbedder:
+    """The default model, loaded once per test session (a few seconds)."""
+    embedder = SentenceTransformerEmbedder()
+    embedder.embed(["load the model once"])
+    return embedder
