@@ -7,15 +7,17 @@ candidates before re-ranking, and a message when nothing is relevant enough.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from pr_context.retrieve.corpus import SearchCorpus
+from pr_context.retrieve.corpus import ChunkInfo, SearchCorpus
 from pr_context.retrieve.fusion import (
     DEFINITION_KINDS,
     IMPORTED_NAME_BOOST,
     INTENT_ROLES,
     NEIGHBOURHOOD_BOOST,
+    QueryIntent,
     detect_intent,
     fuse,
     role_weight,
@@ -107,43 +109,64 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
         "usage": usage_ranking(corpus, query, INTENT_ROLES[intent.intent]),
     }
     contributions = fuse(rankings, intent)
-    near = neighbourhood_paths(corpus, path_context)
-    imported = corpus.imports_by_path.get(path_context or "", set())
-    reported = reported_exceptions(corpus, query)
     rewritten = " ".join(tokenize(query, drop_stopwords=True))
-    candidates = _ordered(corpus, contributions, lambda i, c: sum(c.values()))
+    candidates = _ordered(corpus, contributions, lambda i, parts: sum(parts.values()))
     message = _irrelevance(corpus, query, rankings, cosines, rare_words)
     if message:
         return SearchOutcome(query, rewritten, intent.intent, [], candidates[:k * 5], message)
-
-    best_cosine = max((float(cosines[i]) for i in contributions), default=0.0) \
-        if cosines is not None else 0.0
-
-    def final_score(index: int, parts: dict[str, float]) -> float:
-        chunk = corpus.chunks[index]
-        if chunk.role == "deprecated" and not intent.wants_deprecated:
-            return 0.0
-        if cosines is not None and not _has_exact_evidence(parts) \
-                and float(cosines[index]) < best_cosine * MIN_HIT_COSINE_RATIO:
-            return 0.0
-        score = sum(parts.values()) * role_weight(chunk.role, intent, chunk.symbol, chunk.path)
-        if chunk.kind in DEFINITION_KINDS and "structure" in parts:
-            score *= DEFINITION_BOOST
-        elif (chunk.kind == "definition" and intent.intent == "implementation"
-              and chunk.end_line - chunk.start_line + 1 <= TRIVIAL_DEFINITION_LINES):
-            score *= TRIVIAL_DEFINITION_FACTOR
-        if chunk.kind == "class_header" and (chunk.symbol or "").rsplit(".", 1)[-1] in reported:
-            score *= REPORTED_EXCEPTION_FACTOR
-        if chunk.path in near:
-            score *= NEIGHBOURHOOD_BOOST
-        if chunk.symbol and chunk.symbol in imported:
-            score *= IMPORTED_NAME_BOOST
-        return score
-
-    ranked = [h for h in _ordered(corpus, contributions, final_score, cosines) if h.score > 0]
+    scorer = _Scorer(
+        corpus=corpus,
+        intent=intent,
+        cosines=cosines,
+        best_cosine=max((float(cosines[i]) for i in contributions), default=0.0)
+        if cosines is not None else 0.0,
+        near=neighbourhood_paths(corpus, path_context),
+        imported=frozenset(corpus.imports_by_path.get(path_context or "", ())),
+        reported=frozenset(reported_exceptions(corpus, query)),
+    )
+    ranked = [h for h in _ordered(corpus, contributions, scorer.score, cosines) if h.score > 0]
     return SearchOutcome(query, rewritten, intent.intent, _renumber(ranked[:k]),
                          candidates[:k * 5], None if ranked else
                          "no indexed chunk is relevant enough to this query")
+
+
+@dataclass(frozen=True)
+class _Scorer:
+    """Turns a chunk's fused signal contributions into its final score."""
+
+    corpus: SearchCorpus
+    intent: QueryIntent
+    cosines: NDArray[np.float32] | None
+    best_cosine: float
+    near: set[str]
+    imported: frozenset[str]
+    reported: frozenset[str]
+
+    def score(self, index: int, parts: dict[str, float]) -> float:
+        chunk = self.corpus.chunks[index]
+        if chunk.role == "deprecated" and not self.intent.wants_deprecated:
+            return 0.0  # filtered by policy, not merely down-weighted
+        if (self.cosines is not None and not _has_exact_evidence(parts)
+                and float(self.cosines[index]) < self.best_cosine * MIN_HIT_COSINE_RATIO):
+            return 0.0
+        weight = role_weight(chunk.role, self.intent, chunk.symbol, chunk.path)
+        return sum(parts.values()) * weight * self._factor(chunk, parts)
+
+    def _factor(self, chunk: ChunkInfo, parts: dict[str, float]) -> float:
+        factor = 1.0
+        if chunk.kind in DEFINITION_KINDS and "structure" in parts:
+            factor *= DEFINITION_BOOST
+        elif (chunk.kind == "definition" and self.intent.intent == "implementation"
+              and chunk.end_line - chunk.start_line + 1 <= TRIVIAL_DEFINITION_LINES):
+            factor *= TRIVIAL_DEFINITION_FACTOR
+        if chunk.kind == "class_header" and (chunk.symbol or "").rsplit(".", 1)[-1] in \
+                self.reported:
+            factor *= REPORTED_EXCEPTION_FACTOR
+        if chunk.path in self.near:
+            factor *= NEIGHBOURHOOD_BOOST
+        if chunk.symbol and chunk.symbol in self.imported:
+            factor *= IMPORTED_NAME_BOOST
+        return factor
 
 
 def _has_exact_evidence(parts: dict[str, float]) -> bool:
@@ -192,8 +215,9 @@ def _lexical_irrelevance(corpus: SearchCorpus, query: str,
 
 
 def _ordered(corpus: SearchCorpus, contributions: dict[int, dict[str, float]],
-             score_of: object, cosines: NDArray[np.float32] | None = None) -> list[SearchHit]:
-    assert callable(score_of)
+             score_of: Callable[[int, dict[str, float]], float],
+             cosines: NDArray[np.float32] | None = None) -> list[SearchHit]:
+    """Hits sorted by score, ties broken by path, line and chunk id (deterministic)."""
     scored = [(float(score_of(i, parts)), i, parts) for i, parts in contributions.items()]
     scored.sort(key=lambda item: (-round(item[0], 12), corpus.chunks[item[1]].path,
                                   corpus.chunks[item[1]].start_line,
@@ -211,6 +235,4 @@ def _ordered(corpus: SearchCorpus, contributions: dict[int, dict[str, float]],
 
 
 def _renumber(hits: list[SearchHit]) -> list[SearchHit]:
-    from dataclasses import replace
-
     return [replace(h, rank=i) for i, h in enumerate(hits, start=1)]
