@@ -238,6 +238,20 @@ def test_older_schema_is_rebuilt(make_repo: Callable[..., GitRepo], tmp_path: Pa
     assert result.files == 6
 
 
+def test_older_schema_keeps_vectors_of_the_same_model(make_repo: Callable[..., GitRepo],
+                                                      tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    first, _ = index(repo, db, embedder=FakeEmbedder())
+    con = duckdb.connect(str(db))
+    con.execute("DELETE FROM schema_migrations WHERE name = 'm002_file_digests'")
+    con.close()
+    embedder = FakeEmbedder()
+    result, progress = index(repo, db, embedder=embedder)
+    assert any("another schema version" in w for w in progress.warnings)
+    assert embedder.calls == [] and result.digest == first.digest
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "text"])
 def test_corrupted_index_is_moved_aside_and_rebuilt(make_repo: Callable[..., GitRepo],
                                                     tmp_path: Path, damage: str) -> None:

@@ -96,7 +96,9 @@ class IndexStore:
             _move_aside(path, f"it cannot be read ({_first_line(exc)})", warn)
             con, manifest, has_tables = _connect(path, warn), None, False
         if manifest is None and has_tables:
-            con = _reset(con, path, "it was written by another schema version", warn)
+            keep = _reusable_vectors(con, wanted.embedding_model)
+            con = _reset(con, path, "it was written by another schema version", warn,
+                         keep_embeddings=keep)
         elif manifest is not None and manifest.settings() != wanted.settings():
             keep = manifest.embedding_model == wanted.embedding_model
             reason = f"it was built with other settings ({wanted.describe_mismatch(manifest)})"
@@ -368,6 +370,26 @@ def _read_manifest(con: duckdb.DuckDBPyConnection) -> Manifest | None:
     if applied != [name for name, _ in MIGRATIONS] or not values:
         return None
     return _manifest_from(values)
+
+
+_EMBEDDING_COLUMNS = ["text_hash", "tokens", "truncated", "vector"]
+
+
+def _reusable_vectors(con: duckdb.DuckDBPyConnection, model: str) -> bool:
+    """Whether an older file's vectors were made by ``model`` in today's layout.
+
+    Vectors depend only on the text and the model, so a schema upgrade need not
+    re-embed a whole repository.
+    """
+    try:
+        columns = [c for (c,) in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = "
+            "'embeddings' ORDER BY ordinal_position").fetchall()]
+        rows = con.execute(
+            "SELECT value FROM manifest WHERE key = 'embedding_model'").fetchall()
+    except duckdb.Error:
+        return False
+    return columns == _EMBEDDING_COLUMNS and rows == [(model,)]
 
 
 def _manifest_from(values: dict[str, str]) -> Manifest | None:
