@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 
+import pyarrow as pa
+
 from pr_context.embed import Embedder
 from pr_context.git import (
     BlobReader,
@@ -48,6 +50,7 @@ from pr_context.roles import classify_path
 __all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index"]
 
 COCHANGE_COMMITS = 500  # history window mined for files changed together
+FREEZE_FILES = 256  # files parsed between conversions of their rows to Arrow
 COCHANGE_MAX_FILES = 30  # larger commits are bulk edits, not evidence of coupling
 EMBED_GROUP = 256  # texts per model call and per committed transaction
 NO_MODEL = "none"
@@ -89,15 +92,32 @@ class IndexResult:
 
 @dataclass
 class _Rows:
-    """Rows of the files being (re)indexed, column-wise per table."""
+    """Rows of the files being (re)indexed, column-wise per table.
 
-    tables: dict[str, TableRows] = field(default_factory=dict)
+    Rows are gathered in Python lists and turned into Arrow tables every FREEZE_FILES
+    files: columnar Arrow takes a fraction of the memory of Python objects, which keeps a
+    large build's peak memory down.
+    """
+
+    keep_texts: bool  # only an embedding build needs the texts
     texts: dict[str, str] = field(default_factory=dict)  # text_hash -> embed text
+    _pending: dict[str, TableRows] = field(default_factory=dict)
+    _frozen: dict[str, list[pa.Table]] = field(default_factory=dict)
 
     def add(self, table: str, **values: object) -> None:
-        columns = self.tables.setdefault(table, {})
+        columns = self._pending.setdefault(table, {})
         for name, value in values.items():
             columns.setdefault(name, []).append(value)
+
+    def freeze(self) -> None:
+        for table, columns in self._pending.items():
+            self._frozen.setdefault(table, []).append(pa.table(columns))
+        self._pending = {}
+
+    def tables(self) -> dict[str, pa.Table]:
+        self.freeze()
+        return {table: pa.concat_tables(parts, promote_options="default")
+                for table, parts in self._frozen.items()}
 
 
 def build_index(
@@ -137,9 +157,9 @@ def build_index(
         current = {e.path: e.blob_sha for e in entries}
         removed = [p for p, blob in known.items() if current.get(p) != blob]
         to_parse = [e for e in entries if known.get(e.path) != e.blob_sha]
-        rows = _parse_entries(repo, to_parse, policy, progress)
+        rows = _parse_entries(repo, to_parse, policy, progress, keep_texts=embedder is not None)
         embedded, reused = _embed_missing(store, rows, embedder, progress)
-        store.replace_paths(removed, rows.tables)
+        store.replace_paths(removed, rows.tables())
         store.prune_embeddings()
         store.replace_cochange(_cochange(repo, sha, options, _indexed_paths(store)))
         manifest = replace(
@@ -197,15 +217,16 @@ def _usable_previous(repo: Repository, store: IndexStore,
     return manifest.revision
 
 
-def _parse_entries(
-    repo: Repository, entries: Sequence[FileEntry], policy: PathPolicy, progress: Progress
-) -> _Rows:
-    rows = _Rows()
+def _parse_entries(repo: Repository, entries: Sequence[FileEntry], policy: PathPolicy,
+                   progress: Progress, keep_texts: bool) -> _Rows:
+    rows = _Rows(keep_texts)
     progress.start("parsing files", len(entries))
     with BlobReader(repo) as blobs:
-        for entry in entries:
+        for number, entry in enumerate(entries, start=1):
             _index_entry(entry, blobs, policy, rows)
             progress.advance()
+            if number % FREEZE_FILES == 0:
+                rows.freeze()
     progress.finish()
     return rows
 
@@ -250,7 +271,8 @@ def _add_parsed_rows(rows: _Rows, parsed: ParsedFile) -> None:
     for i, c in enumerate(parsed.chunks):
         embed_text = c.embed_text
         text_hash = hashlib.sha256(embed_text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        rows.texts[text_hash] = embed_text
+        if rows.keep_texts:
+            rows.texts[text_hash] = embed_text
         chunk_id = hashlib.sha1(
             f"{path}\0{i}\0{c.kind}\0{c.start_line}\0{c.end_line}\0{c.symbol}".encode(
                 "utf-8", "surrogatepass")

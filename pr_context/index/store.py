@@ -35,6 +35,12 @@ DATA_TABLES: dict[str, str] = {
     "imports": "path, ordinal",
 }
 
+# DuckDB's buffer cache otherwise grows towards 80 % of RAM; the index's queries are
+# scans and point lookups that need far less, and a CI runner shares its memory with the
+# model. Larger work spills to disk instead of failing.
+DUCKDB_MEMORY_LIMIT = "256MB"
+_DUCKDB_CONFIG = {"memory_limit": DUCKDB_MEMORY_LIMIT}
+
 _LOCKED = re.compile(r"could not set lock|conflicting lock", re.IGNORECASE)
 
 TableRows = dict[str, list[Any]]  # column name -> values, one table's new rows
@@ -117,7 +123,7 @@ class IndexStore:
         if not path.is_file():
             raise IndexFileError(f"no index at {path}: build it with `pr-context index`")
         try:
-            con = duckdb.connect(str(path), read_only=True)
+            con = duckdb.connect(str(path), read_only=True, config=_DUCKDB_CONFIG)
             manifest = _read_manifest(con)
         except duckdb.Error as exc:
             raise IndexFileError(f"cannot read index {path}: {_first_line(exc)}") from exc
@@ -178,10 +184,10 @@ class IndexStore:
 
     # -- writing -----------------------------------------------------------------
 
-    def replace_paths(self, removed: Iterable[str], rows: dict[str, TableRows]) -> None:
+    def replace_paths(self, removed: Iterable[str], rows: dict[str, pa.Table]) -> None:
         """In one transaction: drop every row of ``removed`` paths, insert ``rows``."""
         removed = sorted(set(removed))
-        added = sorted(set(rows.get("files", {}).get("path", [])))
+        added = sorted(set(rows["files"].column("path").to_pylist())) if "files" in rows else []
         with self._transaction():
             if removed:
                 self._con.register("removed_paths", pa.table({"path": removed}))
@@ -190,8 +196,9 @@ class IndexStore:
                         f"DELETE FROM {table} WHERE path IN (SELECT path FROM removed_paths)"
                     )
                 self._con.unregister("removed_paths")
-            for table, columns in rows.items():
-                self._insert(table, columns)
+            for table, arrow in rows.items():
+                if arrow.num_rows:
+                    self._insert_arrow(table, arrow)
             self._insert("file_digests", self._file_digests(added))
 
     def _file_digests(self, paths: list[str]) -> TableRows:
@@ -352,7 +359,7 @@ class _Transaction:
 
 def _connect(path: Path, warn: Callable[[str], None]) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(str(path))
+        return duckdb.connect(str(path), config=_DUCKDB_CONFIG)
     except duckdb.Error as exc:
         if _LOCKED.search(str(exc)):
             raise IndexFileError(f"index {path} is in use by another process") from exc
