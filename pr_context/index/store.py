@@ -39,7 +39,8 @@ DATA_TABLES: dict[str, str] = {
 # scans and point lookups that need far less, and a CI runner shares its memory with the
 # model. Larger work spills to disk instead of failing.
 DUCKDB_MEMORY_LIMIT = "256MB"
-_DUCKDB_CONFIG = {"memory_limit": DUCKDB_MEMORY_LIMIT}
+_DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "memory_limit": DUCKDB_MEMORY_LIMIT}
 
 _LOCKED = re.compile(r"could not set lock|conflicting lock", re.IGNORECASE)
 
