@@ -1,0 +1,19 @@
+"""Callers through the symbol graph: references resolved to definitions.
+
+Built once per index by :func:`load_graph`; :func:`callers_of` then answers per symbol.
+A caller is ``graph`` when its reference resolves to the definition through imports
+(absolute, relative, aliased, ``*``, re-exports in ``__init__.py``, ``index.ts`` barrels
+and Rust ``pub use``), enclosing scopes, the same module or package, ``self``/``cls``/
+``this`` (and a Go method's receiver) with inherited methods, ``super()``, a constructed
+receiver (``Client().get()``), or instantiation of a class (which calls its
+constructor). A caller is ``lexical`` when only its name matches: a method called on a
+receiver of unknown class, a bare name nothing binds, or ``self.m()`` in a base class
+that may dispatch to an override. Nothing here reads files or the index except
+:func:`load_graph`.
+"""
+
+from __future__ import annotations
+
+from pr_context.graph.callers import Caller, SymbolGraph, build_graph, callers_of, load_graph
+
+__all__ = ["Caller", "SymbolGraph", "build_graph", "callers_of", "load_graph"]

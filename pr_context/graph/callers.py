@@ -1,0 +1,177 @@
+"""The symbol graph and the callers of one definition."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal, TypeVar
+
+from pr_context.graph.names import class_bases, mro
+from pr_context.graph.resolve import resolve_site
+from pr_context.graph.tables import CLASS_KINDS, Site, Tables, read_tables
+from pr_context.index.store import IndexStore
+
+__all__ = ["Caller", "SymbolGraph", "build_graph", "callers_of", "load_graph"]
+
+# Confidence scale, 0..1: how sure we are that the site can call the definition.
+# 1.0: resolved through imports, scopes, self/super or bases (it names this definition).
+GRAPH_CONFIDENCE = 1.0
+# self.m() in a base class, resolved to the base's m, at run time dispatches to a subclass
+# override whenever self is an instance of that subclass: likely, but not certain.
+OVERRIDE_CONFIDENCE = 0.6
+# obj.m() with obj's class unknown: shared evenly among the index's methods named m, so a
+# method name defined once gets 0.5 and one of ten same-named methods 0.05.
+DYNAMIC_CONFIDENCE = 0.5
+# A bare f() that nothing in its file binds (star import of an outside module, globals
+# injected at run time): shared evenly among definitions named f.
+UNBOUND_CONFIDENCE = 0.3
+# Constructors are named by their class: calling or instantiating the class calls them.
+_CONSTRUCTORS = frozenset({"__init__", "constructor"})
+_INSTANTIATING = frozenset({"call", "instantiation"})
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A site that calls (or may call) a definition, with how it was found."""
+
+    path: str
+    line: int
+    column: int
+    enclosing: str | None  # qualified name of the calling definition; None: module level
+    how: Literal["graph", "lexical"]  # resolved, or only a same-name candidate
+    confidence: float  # see GRAPH_CONFIDENCE .. UNBOUND_CONFIDENCE
+    reason: str  # one line a reviewer can check
+
+
+@dataclass(frozen=True)
+class _Edge:
+    site: Site
+    reason: str
+    self_class: str | None
+
+
+@dataclass(frozen=True)
+class SymbolGraph:
+    """Every call site of an index, resolved once; built by :func:`load_graph`."""
+
+    tables: Tables
+    edges: Mapping[str, tuple[_Edge, ...]]  # definition -> sites resolved to it
+    dynamic: Mapping[str, tuple[Site, ...]]  # method name -> calls on unknown receivers
+    unbound: Mapping[str, tuple[Site, ...]]  # name -> bare calls nothing binds
+    names: Mapping[str, tuple[str, ...]]  # name -> definitions with that name
+
+
+def load_graph(store: IndexStore) -> SymbolGraph:
+    """Read ``store``'s definitions, imports and references and resolve every call site."""
+    return build_graph(read_tables(store))
+
+
+def build_graph(tables: Tables) -> SymbolGraph:
+    """Resolve class bases, then every site of ``tables``."""
+    classes = [q for q, d in tables.definitions.items() if d.kind in CLASS_KINDS]
+    bases = {cls: class_bases(tables, cls) for cls in classes}
+    tables = replace(tables, bases={c: b for c, b in bases.items() if b})
+    edges: dict[str, list[_Edge]] = defaultdict(list)
+    dynamic: dict[str, list[Site]] = defaultdict(list)
+    unbound: dict[str, list[Site]] = defaultdict(list)
+    for site in tables.sites:
+        found = resolve_site(tables, site)
+        if found.state == "resolved" and found.target:
+            edges[found.target].append(_Edge(site, found.reason, found.self_class))
+        elif found.state == "dynamic" and site.kind != "attribute":
+            dynamic[site.name].append(site)
+        elif found.state == "unbound" and site.kind != "attribute":
+            unbound[site.name].append(site)
+    return SymbolGraph(tables, _freeze(edges), _freeze(dynamic), _freeze(unbound),
+                       _freeze(_by_name(tables)))
+
+
+def callers_of(graph: SymbolGraph, qualified_name: str) -> list[Caller]:
+    """Sites that call ``qualified_name``, graph first, sorted by (how, path, line).
+
+    A site is listed once, under its strongest evidence. An unknown name has no callers.
+    """
+    d = graph.tables.definitions.get(qualified_name)
+    if d is None:
+        return []
+    found: dict[tuple[str, int, int], Caller] = {}
+    for caller in _all_callers(graph, qualified_name):
+        key = (caller.path, caller.line, caller.column)
+        if key not in found or found[key].confidence < caller.confidence:
+            found[key] = caller
+    return sorted(found.values(), key=lambda c: (c.how, c.path, c.line, c.column))
+
+
+def _all_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
+    yield from (_caller(e.site, "graph", GRAPH_CONFIDENCE, e.reason)
+                for e in graph.edges.get(qualified_name, ()))
+    yield from _constructor_callers(graph, qualified_name)
+    yield from _override_callers(graph, qualified_name)
+    yield from _lexical_callers(graph, qualified_name)
+
+
+def _constructor_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
+    d = graph.tables.definitions[qualified_name]
+    cls = graph.tables.definitions.get(d.parent or "")
+    if cls is None or cls.kind not in CLASS_KINDS or (
+            d.name not in _CONSTRUCTORS and d.name != cls.name):
+        return
+    for edge in graph.edges.get(cls.qualified_name, ()):
+        if edge.site.kind in _INSTANTIATING:
+            yield _caller(edge.site, "graph", GRAPH_CONFIDENCE,
+                          f"{edge.reason}, which runs its constructor")
+
+
+def _override_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
+    """``self.m()`` in a base class may dispatch to this override of ``m``."""
+    d = graph.tables.definitions[qualified_name]
+    if d.kind != "method" or d.parent is None:
+        return
+    # self in class C can be an instance of d.parent when C is d.parent or one of its bases
+    overriding = set(mro(graph.tables, d.parent))
+    for base in list(mro(graph.tables, d.parent))[1:]:
+        for edge in graph.edges.get(f"{base}.{d.name}", ()):
+            if edge.self_class in overriding:
+                yield _caller(edge.site, "lexical", OVERRIDE_CONFIDENCE,
+                              f"{edge.reason}; may dispatch to the override in {d.parent}")
+
+
+def _lexical_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
+    d = graph.tables.definitions[qualified_name]
+    same_name = graph.names.get(d.name, ())
+    if d.kind == "method":
+        methods = [q for q in same_name if graph.tables.definitions[q].kind == "method"]
+        share = DYNAMIC_CONFIDENCE / max(len(methods), 1)
+        for site in graph.dynamic.get(d.name, ()):
+            yield _caller(site, "lexical", share, _candidate_reason(site, len(methods)))
+    bare = [q for q in same_name if graph.tables.definitions[q].kind != "method"]
+    if d.kind != "method" or d.language == "java":
+        share = UNBOUND_CONFIDENCE / max(len(same_name if d.language == "java" else bare), 1)
+        for site in graph.unbound.get(d.name, ()):
+            yield _caller(site, "lexical", share,
+                          f"{d.name}() is not bound in {site.path}; same-name candidate")
+
+
+def _candidate_reason(site: Site, count: int) -> str:
+    of = "the only method" if count == 1 else f"one of {count} methods"
+    return (f"{site.receiver}.{site.name}(): class of {site.receiver} unknown; "
+            f"{of} named {site.name}")
+
+
+def _caller(site: Site, how: Literal["graph", "lexical"], confidence: float,
+            reason: str) -> Caller:
+    return Caller(site.path, site.line, site.column, site.enclosing, how,
+                  round(confidence, 3), reason)
+
+
+def _by_name(tables: Tables) -> dict[str, list[str]]:
+    names: dict[str, list[str]] = defaultdict(list)
+    for qualified, d in tables.definitions.items():
+        names[d.name].append(qualified)
+    return names
+
+
+def _freeze(mapping: Mapping[str, list[_T]]) -> dict[str, tuple[_T, ...]]:
+    return {key: tuple(values) for key, values in mapping.items()}

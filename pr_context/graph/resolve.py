@@ -1,0 +1,148 @@
+"""Resolve one call site to the definition it calls, or say why it cannot be resolved."""
+
+from __future__ import annotations
+
+import builtins
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from pr_context.graph.names import (
+    bind_name,
+    enclosing_class,
+    method_in,
+    resolve_dotted,
+)
+from pr_context.graph.tables import CLASS_KINDS, Site, Tables
+
+__all__ = ["Resolution", "resolve_site"]
+
+State = Literal["resolved", "external", "dynamic", "unbound"]
+
+# Receivers that denote the instance (or class) of the enclosing class, per language.
+_SELF_RECEIVERS: dict[str, frozenset[str]] = {
+    "python": frozenset({"self", "cls"}),
+    "javascript": frozenset({"this"}),
+    "typescript": frozenset({"this"}),
+    "tsx": frozenset({"this"}),
+    "java": frozenset({"this"}),
+    "rust": frozenset({"self", "Self"}),
+}
+# Bare names Python binds without an import; a call to one is outside the index.
+_PYTHON_BUILTINS = frozenset(dir(builtins))
+_SUPER = re.compile(r"super(\(.*\))?")
+_CONSTRUCTED = re.compile(r"(?:new\s+)?([A-Za-z_$][\w$.]*)\(.*\)")
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_GO_RECEIVER = re.compile(r"func\s*\(\s*(\w+)\s+\*?\s*\w")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Where a site leads.
+
+    ``resolved``: to ``target``, a definition of the index. ``external``: to something
+    bound but outside the index (``os.path.join``, ``fmt.Println``). ``dynamic``: a method
+    called on a receiver whose class is unknown. ``unbound``: a bare name nothing binds.
+    """
+
+    state: State
+    target: str | None = None
+    reason: str = ""
+    self_class: str | None = None  # the class of a self/this receiver, for dispatch
+
+
+def resolve_site(tables: Tables, site: Site) -> Resolution:
+    """Resolve ``site`` through scopes, imports, re-exports, self/super and bases."""
+    if site.receiver is None:
+        binding = bind_name(tables, site.path, site.enclosing, site.name)
+        if binding is None and site.language == "python" and site.name in _PYTHON_BUILTINS:
+            return Resolution("external", reason=f"calls the builtin {site.name}()")
+        if binding is None:
+            return Resolution("unbound", reason=f"nothing in {site.path} binds {site.name}")
+        return _finish(tables, binding.target, f"{_call_text(site)} {binding.how}")
+    receiver = site.receiver.replace("::", ".")
+    if receiver in _SELF_RECEIVERS.get(site.language, ()) or _is_go_receiver(tables, site):
+        return _resolve_self(tables, site, receiver)
+    if _SUPER.fullmatch(receiver):
+        return _resolve_super(tables, site, receiver)
+    constructed = _CONSTRUCTED.fullmatch(receiver)
+    if constructed:
+        return _resolve_on_instance(tables, site, constructed.group(1))
+    if _DOTTED.fullmatch(receiver):
+        return _resolve_qualified(tables, site, receiver)
+    return _dynamic(site)
+
+
+def _finish(tables: Tables, target: str, reason: str) -> Resolution:
+    resolved = resolve_dotted(tables, target)
+    if resolved is None or resolved not in tables.definitions:
+        return Resolution("external", reason=reason)
+    suffix = "" if resolved == target else f" (defined at {resolved})"
+    return Resolution("resolved", resolved, reason + suffix)
+
+
+def _resolve_self(tables: Tables, site: Site, receiver: str) -> Resolution:
+    cls = enclosing_class(tables, site.enclosing)
+    method = cls and method_in(tables, cls, site.name)
+    if not cls or not method:
+        return _dynamic(site)
+    inherited = "" if method.startswith(cls + ".") else " (inherited)"
+    return Resolution("resolved", method,
+                      f"{_call_text(site)} inside {cls} resolves to {method}{inherited}", cls)
+
+
+def _resolve_super(tables: Tables, site: Site, receiver: str) -> Resolution:
+    cls = enclosing_class(tables, site.enclosing)
+    for base in tables.bases.get(cls or "", ()):
+        method = method_in(tables, base, site.name)
+        if method:
+            return Resolution("resolved", method,
+                              f"{_call_text(site)} inside {cls} resolves to base {method}")
+    return Resolution("external", reason=f"{receiver} of {cls} is outside the index")
+
+
+def _resolve_on_instance(tables: Tables, site: Site, class_text: str) -> Resolution:
+    """``Client().get()`` and ``new Money(1).value()``: a method of a known class."""
+    head, _, rest = class_text.partition(".")
+    binding = bind_name(tables, site.path, site.enclosing, head)
+    cls = binding and resolve_dotted(tables, ".".join(p for p in (binding.target, rest) if p))
+    d = tables.definitions.get(cls or "")
+    if d is None or d.kind not in CLASS_KINDS:
+        return _dynamic(site)
+    method = method_in(tables, d.qualified_name, site.name)
+    if method is None:
+        return Resolution("external", reason=f"{d.qualified_name} has no method {site.name}")
+    return Resolution("resolved", method,
+                      f"{_call_text(site)} on a new {d.qualified_name} resolves to {method}")
+
+
+def _resolve_qualified(tables: Tables, site: Site, receiver: str) -> Resolution:
+    """``mod.f()``, ``pkg.mod.f()``, ``ns.f()``, ``store.New()``, ``Money.of()``."""
+    head, _, rest = receiver.partition(".")
+    binding = bind_name(tables, site.path, site.enclosing, head)
+    if binding is None:
+        return _dynamic(site)
+    target = ".".join(p for p in (binding.target, rest, site.name) if p)
+    return _finish(tables, target, f"{_call_text(site)} where {head} is {binding.target} "
+                                   f"{binding.how}")
+
+
+def _is_go_receiver(tables: Tables, site: Site) -> bool:
+    """``s.M()`` inside ``func (s *Store) ...``: ``s`` is the method's receiver."""
+    if site.language != "go" or not site.receiver:
+        return False
+    d = tables.definitions.get(site.enclosing or "")
+    match = d and _GO_RECEIVER.match(d.signature)
+    return bool(match) and match.group(1) == site.receiver  # type: ignore[union-attr]
+
+
+def _dynamic(site: Site) -> Resolution:
+    return Resolution("dynamic", reason=f"{_call_text(site)}: the class of {site.receiver} "
+                                        "is not known statically")
+
+
+def _call_text(site: Site) -> str:
+    called = f"{site.receiver}.{site.name}" if site.receiver else site.name
+    if site.kind == "instantiation":
+        return f"instantiates {called}"
+    return f"calls {called}()" if site.kind == "call" else f"uses {called}"
