@@ -1,0 +1,477 @@
+"""Which functions, methods and classes a diff changed, and how.
+
+``changed_symbols`` is pure: it maps the lines a unified diff touched onto the
+definition spans of both revisions. ``changed_symbols_between`` is the I/O edge: it asks
+git for the diff and the blobs, parses the changed code files and calls it.
+
+Rules, per file pair (base path -> head path, following git renames):
+
+- Counterparts are matched by qualified name, then by the name relative to the file
+  (enclosing classes + name), which follows a moved file whose module path changed.
+- A definition's span is extended upward over the comment lines directly above it, so
+  an edited doc comment belongs to the symbol it documents.
+- A matched definition is touched when a removed base line or an added head line falls in
+  its own span: its span minus the spans of definitions nested in it. So an edit inside a
+  method reports the method, not its class; blank lines never make a class touched.
+- Change kinds, first match wins: ``signature_changed`` (parameters, defaults, annotations
+  or return annotation differ), ``renamed`` (qualified name differs: a moved file, or a
+  removed and an added definition whose text is equal modulo the name), ``modified``
+  (touched and its own text differs), ``added``, ``removed``. A definition whose text
+  did not change is not listed, even if the diff moved it within the file.
+- ``cosmetic`` marks a modification of comments, docstrings or whitespace only; for
+  Python the code is compared as an AST, so re-indenting a statement into a block is not
+  cosmetic.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pr_context.diff import FileDiff, parse_patch
+from pr_context.git import BlobReader, PathChange, Repository, changed_paths, unified_diff
+from pr_context.languages import CODE_LANGUAGES, language_for_path
+from pr_context.models import Definition, ParsedFile, Sha
+from pr_context.parse import parse_file
+from pr_context.policy import PathPolicy, decode_text, skip_reason_for_content
+from pr_context.roles import classify_path
+from pr_context.signatures import parameter_changes
+
+__all__ = [
+    "MAX_CHANGED_FILES",
+    "ChangeKind",
+    "ChangedSymbol",
+    "SourceFile",
+    "SymbolChanges",
+    "changed_symbols",
+    "changed_symbols_between",
+]
+
+ChangeKind = Literal["added", "modified", "removed", "renamed", "signature_changed"]
+
+# A PR touching more code files than this is a vendoring or reformatting sweep; parsing
+# both sides of every file would dominate the run for symbols nobody reviews one by one.
+MAX_CHANGED_FILES = 500
+
+_LINE_COMMENT = {"python": "#"}
+_C_LINE_COMMENT = "//"
+_C_COMMENT_STARTS = ("//", "/*", "*")
+_PLACEHOLDER = "..."  # stands for a nested definition; a valid Python statement too
+_PYTHON_CODE = re.compile(
+    r'(?P<s>[rbuRBUfF]*(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"'
+    r"|'(?:\\.|[^'\\\n])*'))|(?P<c>#[^\n]*)|(?P<w>\s+)")
+_C_CODE = re.compile(
+    r'(?P<s>"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`|\'(?:\\.|[^\'\\\n])*\')'
+    r"|(?P<c>//[^\n]*|/\*[\s\S]*?\*/)|(?P<w>\s+)")
+_WORD_CHAR = re.compile(r"\w")
+_NAME_SLOT = "\0"
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One revision of a file: its text and what the parser found in it."""
+
+    parsed: ParsedFile
+    text: str
+
+
+@dataclass(frozen=True)
+class ChangedSymbol:
+    """A definition the diff added, removed, renamed or changed.
+
+    Lines are 1-based and inclusive, at head; at base for a removed symbol.
+    """
+
+    path: str  # head path (base path for removed)
+    old_path: str | None  # base path when git renamed the file
+    symbol: str  # short name
+    qualified_name: str  # at head (at base for removed)
+    old_qualified_name: str | None  # set when the qualified name changed
+    kind: str  # DefKind
+    change: ChangeKind
+    cosmetic: bool  # only comments, docstrings or whitespace changed
+    start_line: int
+    end_line: int
+    old_signature: str | None
+    new_signature: str | None
+    parameter_changes: tuple[str, ...]  # "added param timeout", "default of x: 1 -> 2", ...
+    changed_lines: tuple[int, ...]  # added head lines in its own span (base lines for removed)
+    removed_lines: tuple[int, ...] = ()  # removed base lines in its own base span
+
+
+@dataclass(frozen=True)
+class SymbolChanges:
+    """The result of ``changed_symbols_between``."""
+
+    symbols: list[ChangedSymbol]
+    skipped_files: tuple[str, ...]  # changed code files not analysed, sorted
+    reason: str | None  # why files were skipped, for people; None when none were
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One revision of a file pair, ready for span arithmetic."""
+
+    path: str
+    language: str
+    definitions: tuple[Definition, ...]
+    lines: tuple[str, ...]
+    touched: frozenset[int]  # removed lines at base, added lines at head
+
+
+@dataclass(frozen=True)
+class _Pair:
+    base: Definition | None
+    head: Definition | None
+
+
+def changed_symbols(
+    patch_text: str,
+    base_files: Mapping[str, SourceFile],
+    head_files: Mapping[str, SourceFile],
+) -> list[ChangedSymbol]:
+    """The symbols ``patch_text`` (``git diff -M``, ideally ``-U0``) changed.
+
+    ``base_files`` and ``head_files`` map paths to their parsed text at each revision;
+    files the patch names but the mappings lack (binary, no grammar) are left out. Pure.
+    """
+    found = [symbol for diff in parse_patch(patch_text)
+             for symbol in _file_symbols(diff, base_files.get(diff.base_path),
+                                         head_files.get(diff.path))]
+    return sorted(found, key=lambda s: (s.path, s.start_line, s.end_line, s.qualified_name))
+
+
+def _file_symbols(
+    diff: FileDiff, base: SourceFile | None, head: SourceFile | None
+) -> list[ChangedSymbol]:
+    if base is None and head is None:
+        return []
+    base_side = _side(diff.base_path, base if diff.status != "added" else None,
+                      diff.removed_lines)
+    head_side = _side(diff.path, head if diff.status != "deleted" else None, diff.added_lines)
+    old_path = diff.old_path if diff.status == "renamed" else None
+    symbols = (_pair_symbol(pair, base_side, head_side, old_path)
+               for pair in _pair_definitions(base_side, head_side))
+    return [s for s in symbols if s is not None]
+
+
+def _side(path: str, source: SourceFile | None, touched: frozenset[int]) -> _Side:
+    if source is None:
+        return _Side(path, "", (), (), touched)
+    return _Side(path, source.parsed.language, source.parsed.definitions,
+                 tuple(source.text.splitlines()), touched)
+
+
+# -- matching -------------------------------------------------------------------------------
+
+
+def _pair_definitions(base: _Side, head: _Side) -> list[_Pair]:
+    """Counterparts by qualified name, then by file-relative name, then by equal text."""
+    pairs: list[_Pair] = []
+    left, right = list(base.definitions), list(head.definitions)
+    for keys in (_qualified_keys, _local_keys):
+        matched, left, right = _match_by(left, right, keys(base.definitions),
+                                         keys(head.definitions))
+        pairs.extend(matched)
+    renamed, left, right = _match_renamed(left, right, base, head)
+    pairs.extend(renamed)
+    pairs.extend(_Pair(d, None) for d in left)
+    pairs.extend(_Pair(None, d) for d in right)
+    return pairs
+
+
+def _qualified_keys(defs: Sequence[Definition]) -> dict[Definition, str]:
+    return {d: f"{d.kind}:{d.qualified_name}" for d in defs}
+
+
+def _local_keys(defs: Sequence[Definition]) -> dict[Definition, str]:
+    """Enclosing definitions in this file plus the name: survives a module path change."""
+    by_name = {d.qualified_name: d for d in defs}
+    return {d: _local_key(d, by_name) for d in defs}
+
+
+def _local_key(d: Definition, by_name: Mapping[str, Definition]) -> str:
+    names, current, seen = [d.name], d, {d.qualified_name}
+    while current.parent is not None and current.parent not in seen:
+        parent = by_name.get(current.parent)
+        if parent is None:  # a Go receiver type declared in another file
+            names.append(current.parent.rsplit(".", 1)[-1])
+            break
+        seen.add(parent.qualified_name)
+        names.append(parent.name)
+        current = parent
+    return f"{d.kind}:{'.'.join(reversed(names))}"
+
+
+def _match_by(
+    left: list[Definition],
+    right: list[Definition],
+    left_keys: Mapping[Definition, str],
+    right_keys: Mapping[Definition, str],
+) -> tuple[list[_Pair], list[Definition], list[Definition]]:
+    """Pair equal keys; among repeats (overloads) equal signatures first, then in order."""
+    groups: dict[str, list[Definition]] = {}
+    for d in right:
+        groups.setdefault(right_keys[d], []).append(d)
+    pairs = []
+    for prefer_signature in (True, False):
+        for b in list(left):
+            candidates = groups.get(left_keys[b], [])
+            h = next((c for c in candidates
+                      if not prefer_signature or c.signature == b.signature), None)
+            if h is not None:
+                pairs.append(_Pair(b, h))
+                left.remove(b)
+                candidates.remove(h)
+    matched = {id(p.head) for p in pairs}
+    return pairs, left, [h for h in right if id(h) not in matched]
+
+
+def _match_renamed(
+    left: list[Definition], right: list[Definition], base: _Side, head: _Side
+) -> tuple[list[_Pair], list[Definition], list[Definition]]:
+    """Pair a removed and an added definition whose code is equal modulo the name."""
+    pairs = []
+    codes = {id(h): _code_without_name(head, h) for h in right}
+    for b in list(left):
+        b_code = _code_without_name(base, b)
+        h = next((h for h in right if h.kind == b.kind and codes[id(h)] == b_code), None)
+        if h is not None:
+            pairs.append(_Pair(b, h))
+            left.remove(b)
+            right.remove(h)
+    return pairs, left, right
+
+
+def _code_without_name(side: _Side, d: Definition) -> str:
+    text = re.sub(rf"\b{re.escape(d.name)}\b", _NAME_SLOT, _own_text(side, d))
+    return _normalised_code(text, side.language)
+
+
+# -- classification -------------------------------------------------------------------------
+
+
+def _pair_symbol(
+    pair: _Pair, base: _Side, head: _Side, old_path: str | None
+) -> ChangedSymbol | None:
+    if pair.head is None:
+        return _one_sided(pair.base, base, "removed") if pair.base else None
+    if pair.base is None:
+        return _one_sided(pair.head, head, "added")
+    return _matched(pair.base, pair.head, base, head, old_path)
+
+
+def _one_sided(d: Definition, side: _Side, change: ChangeKind) -> ChangedSymbol:
+    lines = _lines_in(side.touched, _span(side, d))
+    removed = change == "removed"
+    return ChangedSymbol(
+        path=side.path, old_path=None, symbol=d.name, qualified_name=d.qualified_name,
+        old_qualified_name=None, kind=d.kind, change=change, cosmetic=False,
+        start_line=d.start_line, end_line=d.end_line,
+        old_signature=d.signature if removed else None,
+        new_signature=None if removed else d.signature, parameter_changes=(),
+        changed_lines=lines, removed_lines=lines if removed else ())
+
+
+def _matched(
+    b: Definition, h: Definition, base: _Side, head: _Side, old_path: str | None
+) -> ChangedSymbol | None:
+    if _untouched(b, h, base, head):
+        return None
+    removed = _lines_in(base.touched, _own_lines(base, b))
+    added = _lines_in(head.touched, _own_lines(head, h))
+    params = parameter_changes(b.signature, b.name, h.signature, h.name, head.language)
+    renamed = b.qualified_name != h.qualified_name
+    edited = bool(removed or added) and _own_text(base, b) != _own_text(head, h)
+    if not (params or renamed or edited):
+        return None
+    cosmetic = edited and not params and _same_code(_own_text(base, b), _own_text(head, h),
+                                                    head.language)
+    change: ChangeKind = ("signature_changed" if params
+                          else "renamed" if renamed else "modified")
+    return ChangedSymbol(
+        path=head.path, old_path=old_path, symbol=h.name, qualified_name=h.qualified_name,
+        old_qualified_name=b.qualified_name if renamed else None, kind=h.kind, change=change,
+        cosmetic=cosmetic, start_line=h.start_line, end_line=h.end_line,
+        old_signature=b.signature, new_signature=h.signature, parameter_changes=params,
+        changed_lines=added, removed_lines=removed)
+
+
+def _untouched(b: Definition, h: Definition, base: _Side, head: _Side) -> bool:
+    """A cheap test that skips the span arithmetic for the many definitions a diff misses."""
+    return (b.qualified_name == h.qualified_name and b.signature == h.signature
+            and not any(n in base.touched for n in _span(base, b))
+            and not any(n in head.touched for n in _span(head, h)))
+
+
+# -- spans ----------------------------------------------------------------------------------
+
+
+def _span(side: _Side, d: Definition) -> range:
+    """The definition's lines, extended upward over the comment lines right above it."""
+    start = d.start_line
+    while start > 1 and _is_comment_line(side.lines[start - 2], side.language):
+        start -= 1
+    return range(start, d.end_line + 1)
+
+
+def _is_comment_line(line: str, language: str) -> bool:
+    starts = (_LINE_COMMENT[language],) if language in _LINE_COMMENT else _C_COMMENT_STARTS
+    return line.lstrip().startswith(starts)
+
+
+def _children(side: _Side, d: Definition) -> list[Definition]:
+    """Definitions nested in ``d``, outermost only."""
+    inner = [c for c in side.definitions if c is not d and _nested(c, d)]
+    return [c for c in inner if not any(o is not c and _nested(c, o) for o in inner)]
+
+
+def _nested(inner: Definition, outer: Definition) -> bool:
+    same = (inner.start_line, inner.end_line) == (outer.start_line, outer.end_line)
+    return not same and outer.start_line <= inner.start_line <= inner.end_line <= outer.end_line
+
+
+def _own_lines(side: _Side, d: Definition) -> list[int]:
+    """The span minus nested spans; blank lines do not count for a definition with any."""
+    children = _children(side, d)
+    nested = {n for c in children for n in _span(side, c)}
+    return [n for n in _span(side, d) if n not in nested
+            and (not children or side.lines[n - 1].strip())]
+
+
+def _own_text(side: _Side, d: Definition) -> str:
+    """The definition's text with each nested definition replaced by a placeholder line."""
+    spans = [_span(side, c) for c in _children(side, d)]
+    out = []
+    for n in _span(side, d):
+        line = side.lines[n - 1] if n <= len(side.lines) else ""
+        inside = next((s for s in spans if n in s), None)
+        if inside is None:
+            out.append(line)
+        elif n == inside.start:
+            out.append(re.sub(r"\S.*", _PLACEHOLDER, line))
+    return "\n".join(out)
+
+
+def _lines_in(lines: Iterable[int], span: Iterable[int]) -> tuple[int, ...]:
+    wanted = frozenset(span)
+    return tuple(sorted(n for n in lines if n in wanted))
+
+
+# -- cosmetic comparison --------------------------------------------------------------------
+
+
+def _same_code(old: str, new: str, language: str) -> bool:
+    """Equal once comments, docstrings and whitespace that does not matter are gone."""
+    if language == "python":
+        old_tree, new_tree = _python_dump(old), _python_dump(new)
+        if old_tree is not None and new_tree is not None:
+            return old_tree == new_tree
+    return _normalised_code(old, language) == _normalised_code(new, language)
+
+
+def _python_dump(text: str) -> str | None:
+    """The AST without docstrings, or None when the fragment does not parse."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def _normalised_code(text: str, language: str) -> str:
+    """Comments dropped, whitespace dropped except one space between two word characters."""
+    pattern = _PYTHON_CODE if language == "python" else _C_CODE
+    return pattern.sub(lambda m: _replacement(m, text), text)
+
+
+def _replacement(match: re.Match[str], text: str) -> str:
+    if match.group("s") is not None:
+        return match.group(0)
+    before = text[match.start() - 1] if match.start() > 0 else ""
+    after = text[match.end()] if match.end() < len(text) else ""
+    keeps_words_apart = bool(_WORD_CHAR.match(before) and _WORD_CHAR.match(after))
+    return " " if keeps_words_apart else ""
+
+
+# -- I/O edge -------------------------------------------------------------------------------
+
+
+def changed_symbols_between(
+    repo: Repository, base: Sha, head: Sha, max_files: int = MAX_CHANGED_FILES
+) -> SymbolChanges:
+    """The symbols changed from ``base`` to ``head``; reads git, never the work tree.
+
+    Only code files are analysed, at most ``max_files`` of them (by path); the rest, and
+    files whose content is binary or too large, come back in ``skipped_files``.
+    :raises GitError: git failed.
+    """
+    code = sorted((c for c in changed_paths(repo, base, head) if _is_code(c)),
+                  key=lambda c: c.path)
+    selected, over_cap = code[:max_files], code[max_files:]
+    if not selected:
+        return SymbolChanges([], (), None)
+    paths = sorted({p for c in selected for p in (c.path, c.old_path) if p})
+    patch = unified_diff(repo, base, head, paths=paths, context=0)
+    with BlobReader(repo) as reader:
+        base_files, base_skipped = _read_side(reader, base, _base_paths(selected))
+        head_files, head_skipped = _read_side(reader, head, _head_paths(selected))
+    skipped = sorted({*base_skipped, *head_skipped})
+    symbols = changed_symbols(patch, base_files, head_files)
+    return SymbolChanges(symbols, tuple(sorted([*skipped, *(c.path for c in over_cap)])),
+                         _skip_reason(len(code), len(over_cap), len(skipped), max_files))
+
+
+def _is_code(change: PathChange) -> bool:
+    return any(language_for_path(p) in CODE_LANGUAGES
+               for p in (change.path, change.old_path) if p)
+
+
+def _base_paths(changes: Iterable[PathChange]) -> list[str]:
+    return [c.old_path or c.path for c in changes if c.status != "added"]
+
+
+def _head_paths(changes: Iterable[PathChange]) -> list[str]:
+    return [c.path for c in changes if c.status != "deleted"]
+
+
+def _read_side(
+    reader: BlobReader, sha: Sha, paths: Iterable[str]
+) -> tuple[dict[str, SourceFile], list[str]]:
+    files, skipped = {}, []
+    for path, data in _blobs(reader, sha, paths):
+        language = language_for_path(path)
+        if language not in CODE_LANGUAGES or language is None:
+            continue
+        if skip_reason_for_content(PathPolicy(), path, data) is not None:
+            skipped.append(path)
+            continue
+        text, _replaced = decode_text(data)
+        parsed = parse_file(path, text, language, classify_path(path, text))
+        files[path] = SourceFile(parsed, text)
+    return files, skipped
+
+
+def _blobs(reader: BlobReader, sha: Sha, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+    for path in paths:
+        yield path, reader.read(f"{sha}:{path}")
+
+
+def _skip_reason(code_files: int, over_cap: int, unreadable: int, cap: int) -> str | None:
+    reasons = []
+    if over_cap:
+        reasons.append(f"analysed {code_files - over_cap} of {code_files} changed code files "
+                       f"(at most {cap})")
+    if unreadable:
+        reasons.append(f"{unreadable} binary or oversized file(s) not parsed")
+    return "; ".join(reasons) or None
