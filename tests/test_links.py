@@ -1,0 +1,408 @@
+"""Linked tests and possibly-stale docs, on real git repositories and real DuckDB indexes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from pr_context.changes import ChangedSymbol, changed_symbols_between
+from pr_context.git import changed_paths, open_repository
+from pr_context.graph import SymbolGraph, load_graph
+from pr_context.index.store import IndexStore
+from pr_context.links import (
+    Evidence,
+    LinkIndex,
+    linked_tests,
+    load_link_index,
+    stale_docs,
+    symbol_vector,
+)
+from pr_context.links import test_selection as select_tests
+from pr_context.links.linked_tests import naming_strength
+from pr_context.models import Sha
+from pr_context.retrieve.corpus import SearchCorpus, load_corpus
+from tests.conftest import GitRepo
+from tests.fakes import FakeEmbedder
+from tests.test_index import index
+
+SESSION = (
+    "def create_session(user, token, retries=3):\n"
+    "    return {'user': user, 'token': token}\n"
+    "\n"
+    "\n"
+    "def legacy_login(user):\n"
+    "    return create_session(user, 'x')\n"
+    "\n"
+    "\n"
+    "class Client:\n"
+    "    def get(self, url):\n"
+    "        return url\n"
+)
+SESSION_HEAD = (
+    "def create_session(user, token, timeout):\n"
+    "    return {'user': user, 'token': token, 'timeout': timeout}\n"
+    "\n"
+    "\n"
+    "class Client:\n"
+    "    def get(self, url):\n"
+    "        return url.strip()\n"
+)
+
+TEST_FILES = {
+    "shop/__init__.py": "",
+    "shop/session.py": SESSION,
+    "shop/cart.py": "def total(items):\n    return sum(items)\n",
+    "tests/__init__.py": "",
+    "tests/test_api.py": (
+        "from shop.session import create_session\n"
+        "\n"
+        "\n"
+        "def test_create():\n"
+        "    assert create_session('u', 't')\n"
+        "\n"
+        "\n"
+        "class TestApi:\n"
+        "    def test_method(self):\n"
+        "        assert create_session('v', 't')\n"
+    ),
+    "tests/conftest.py": (
+        "import pytest\n"
+        "from shop.session import create_session\n"
+        "\n"
+        "\n"
+        "@pytest.fixture\n"
+        "def logged_in():\n"
+        "    return create_session('f', 't')\n"
+    ),
+    "tests/test_fixture_user.py": "def test_uses_fixture(logged_in):\n    assert logged_in\n",
+    "tests/helpers.py": (
+        "from shop.session import create_session\n"
+        "\n"
+        "\n"
+        "def login_helper(user):\n"
+        "    return create_session(user, 'h')\n"
+    ),
+    "tests/test_helper_user.py": (
+        "from tests.helpers import login_helper\n"
+        "\n"
+        "\n"
+        "def test_via_helper():\n"
+        "    assert login_helper('u')\n"
+    ),
+    "tests/test_session.py": "def test_nothing_linked():\n    assert True\n",
+    "tests/test_history.py": "def test_history():\n    assert 1\n",
+    "tests/test_words.py": (
+        "def test_words():\n    user = token = 'user token return'\n    assert user\n"),
+    "tests/test_cart.py": "from shop.cart import total\n\n\ndef test_total():\n"
+                          "    assert total([1]) == 1\n",
+}
+
+DOC_FILES = {
+    "shop/__init__.py": "",
+    "shop/session.py": SESSION,
+    "shop/other.py": (
+        "def batch():\n"
+        "    \"\"\"Wraps create_session for batch jobs.\"\"\"\n"
+        "    return 1\n"
+        "\n"
+        "\n"
+        "def fetch_all():\n"
+        "    \"\"\"Calls get on each item.\"\"\"\n"
+        "    return 2\n"
+    ),
+    "shop/http.py": "class Other:\n    def get(self):\n        return 1\n\n\n"
+                    "def get():\n    return 0\n",
+    "docs/api.md": (
+        "# API\n"
+        "\n"
+        "## Sessions\n"
+        "\n"
+        "::: shop.session.create_session\n"
+        "\n"
+        "## Retries\n"
+        "\n"
+        "Pass `retries=5` to `create_session` to retry.\n"
+        "\n"
+        "## Legacy\n"
+        "\n"
+        "Use `legacy_login` to log in.\n"
+        "\n"
+        "## Fetching\n"
+        "\n"
+        "Call `get()` to fetch.\n"
+        "\n"
+        "## Client usage\n"
+        "\n"
+        "Use `Client.get` to fetch a URL.\n"
+    ),
+    "README.md": (
+        "# Shop\n"
+        "\n"
+        "## Usage\n"
+        "\n"
+        "```python\n"
+        "s = create_session(user, token)\n"
+        "```\n"
+    ),
+    "docs/guide.md": "# Guide\n\n## Start\n\nCall `create_session` first.\n",
+}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    changes: dict[str, ChangedSymbol]
+    graph: SymbolGraph
+    head: LinkIndex
+    corpus: SearchCorpus
+    base_corpus: SearchCorpus
+    touched: set[str]
+
+
+def analyse(repo: GitRepo, base: str, head: str, tmp: Path) -> Analysis:
+    """Index base and head (fake embeddings) and read everything the link finders need."""
+    git = open_repository(repo.path)
+    loaded = {}
+    for name, rev in (("base", base), ("head", head)):
+        db = tmp / f"{name}.duckdb"
+        index(repo, db, rev=rev, embedder=FakeEmbedder())
+        with IndexStore.open_existing(db) as store:
+            loaded[name] = (load_graph(store), load_link_index(store), load_corpus(store))
+    changes = changed_symbols_between(git, Sha(base), Sha(head)).symbols
+    touched = {c.path for c in changed_paths(git, Sha(base), Sha(head))}
+    return Analysis({c.qualified_name: c for c in changes}, loaded["head"][0],
+                    loaded["head"][1], loaded["head"][2], loaded["base"][2], touched)
+
+
+@pytest.fixture(scope="module")
+def tests_case(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
+    tmp = tmp_path_factory.mktemp("links_tests")
+    repo = GitRepo(tmp / "repo")
+    for path, text in TEST_FILES.items():
+        repo.write(path, text)
+    repo.commit("initial")
+    for n in range(3):  # history: session.py and test_history.py change together
+        repo.write("shop/session.py", SESSION + f"\n\nVERSION = {n}\n")
+        repo.write("tests/test_history.py", f"def test_history():\n    assert {n}\n")
+        repo.commit(f"together {n}")
+    base = repo.commit("base")
+    repo.write("shop/session.py", SESSION.replace("return {'user'", "return {'who'") +
+               "\n\nVERSION = 2\n")
+    repo.write("tests/test_api.py", TEST_FILES["tests/test_api.py"] + "# touched\n")
+    head = repo.commit("head")
+    return analyse(repo, base, head, tmp)
+
+
+def linked(case: Analysis, qualified_name: str) -> list[Evidence]:
+    return linked_tests(case.changes[qualified_name], case.graph, case.head, case.touched,
+                        case.corpus)
+
+
+def by_path(items: list[Evidence]) -> dict[str, Evidence]:
+    return {e.path: e for e in items}
+
+
+# -- linked tests -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "signal", "reason_part"), [
+    pytest.param("tests/test_api.py", "graph",
+                 "tests/test_api.py::test_create calls create_session (line 5)", id="direct-call"),
+    pytest.param("tests/test_helper_user.py", "graph",
+                 "calls login_helper (line 5), which calls create_session", id="helper-hop"),
+    pytest.param("tests/test_fixture_user.py", "graph",
+                 "uses fixture logged_in (tests/conftest.py)", id="fixture-hop"),
+    pytest.param("tests/test_session.py", "naming", "named after shop/session.py", id="naming"),
+    pytest.param("tests/test_history.py", "cochange", "in 4 recent commit(s)", id="cochange"),
+    pytest.param("tests/test_words.py", "semantic", "reads like create_session",
+                 id="semantic-fallback"),
+])
+def test_each_signal_links_a_test_file(tests_case: Analysis, path: str, signal: str,
+                                       reason_part: str) -> None:
+    item = by_path(linked(tests_case, "shop.session.create_session"))[path]
+    assert item.signals[signal] > 0
+    assert reason_part in item.reason
+    assert item.role == "test"
+
+
+def test_signal_strengths(tests_case: Analysis) -> None:
+    items = by_path(linked(tests_case, "shop.session.create_session"))
+    assert items["tests/test_api.py"].signals["graph"] == 1.0
+    assert items["tests/test_helper_user.py"].signals["graph"] == pytest.approx(0.7)
+    assert items["tests/test_history.py"].signals["cochange"] == pytest.approx(0.667)
+    assert items["tests/test_session.py"].signals["naming"] == 1.0
+    assert set(items["tests/test_session.py"].signals) <= {"naming", "semantic"}
+    assert "graph" not in items.get("tests/test_cart.py", items["tests/test_words.py"]).signals
+
+
+def test_ranking_orders_signals(tests_case: Analysis) -> None:
+    order = [e.path for e in linked(tests_case, "shop.session.create_session")]
+    rank = {path: order.index(path) for path in order}
+    assert rank["tests/test_api.py"] == 0
+    assert rank["tests/test_helper_user.py"] < rank["tests/test_session.py"]
+    assert rank["tests/test_session.py"] < rank["tests/test_history.py"]
+    assert rank["tests/test_history.py"] < rank["tests/test_words.py"]
+
+
+def test_touched_in_pr(tests_case: Analysis) -> None:
+    items = by_path(linked(tests_case, "shop.session.create_session"))
+    assert items["tests/test_api.py"].touched_in_pr is True
+    assert items["tests/test_session.py"].touched_in_pr is False
+
+
+def test_selection_uses_node_ids_and_skips_weak_links(tests_case: Analysis) -> None:
+    selection = select_tests(linked(tests_case, "shop.session.create_session"))
+    assert selection[:2] == ["tests/test_api.py::TestApi::test_method",
+                             "tests/test_api.py::test_create"]
+    assert "tests/test_helper_user.py::test_via_helper" in selection
+    assert "tests/test_fixture_user.py::test_uses_fixture" in selection
+    assert "tests/test_session.py" in selection
+    assert "tests/test_words.py" not in selection
+
+
+def test_deleted_tests_are_dropped_with_head_paths(tests_case: Analysis) -> None:
+    change = tests_case.changes["shop.session.create_session"]
+    items = linked_tests(change, tests_case.graph, tests_case.head, tests_case.touched,
+                         head_paths={"tests/test_session.py"})
+    assert [e.path for e in items] == ["tests/test_session.py"]
+
+
+@pytest.mark.parametrize(("source", "test", "expected"), [
+    ("shop/session.py", "tests/test_session.py", 1.0),
+    ("shop/session.py", "shop/session_test.py", 1.0),
+    ("shop/session.py", "tests/test_session_extra.py", 0.5),
+    ("shop/session.py", "tests/test_sessions.py", 0.0),
+    ("internal/store/store.go", "internal/store/store_test.go", 1.0),
+    ("src/com/acme/Money.java", "test/com/acme/MoneyTest.java", 1.0),
+    ("src/com/acme/Money.java", "test/com/acme/TestMoney.java", 1.0),
+    ("src/com/acme/Money.java", "test/com/acme/WalletTest.java", 0.0),
+    ("web/cart.ts", "web/cart.test.ts", 1.0),
+    ("web/cart.ts", "web/__tests__/cart.spec.tsx", 1.0),
+    ("web/cart.js", "web/cart.spec.js", 1.0),
+    ("web/cart.ts", "web/carts.test.ts", 0.0),
+    ("README.md", "tests/test_README.py", 0.0),
+])
+def test_naming_conventions(source: str, test: str, expected: float) -> None:
+    assert naming_strength(PurePosixPath(source), PurePosixPath(test)) == expected
+
+
+@pytest.mark.parametrize(("files", "source", "test"), [
+    pytest.param({"internal/store/store.go": "package store\n\nfunc Open() int {\n"
+                  "\treturn 1\n}\n",
+                  "internal/store/store_test.go": "package store\n\nimport \"testing\"\n\n"
+                  "func TestNothing(t *testing.T) {}\n"},
+                 "internal/store/store.go", "internal/store/store_test.go", id="go"),
+    pytest.param({"src/com/acme/Money.java": "package com.acme;\n\npublic class Money {\n"
+                  "    public int of() {\n        return 1;\n    }\n}\n",
+                  "test/com/acme/MoneyTest.java": "package com.acme;\n\n"
+                  "public class MoneyTest {\n    void testNothing() {}\n}\n"},
+                 "src/com/acme/Money.java", "test/com/acme/MoneyTest.java", id="java"),
+    pytest.param({"web/cart.ts": "export function total(): number {\n  return 1;\n}\n",
+                  "web/cart.spec.ts": "it('works', () => {});\n"},
+                 "web/cart.ts", "web/cart.spec.ts", id="ts"),
+])
+def test_naming_links_on_real_indexes(make_repo: Callable[..., GitRepo], tmp_path: Path,
+                                      files: dict[str, str], source: str, test: str) -> None:
+    repo = make_repo(files)
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write(source, files[source].replace("1", "2"))
+    head = repo.commit("edit")
+    case = analyse(repo, base, head, tmp_path)
+    change = next(iter(case.changes.values()))
+    items = linked_tests(change, case.graph, case.head, case.touched)
+    assert [(e.path, e.signals) for e in items] == [(test, {"naming": 1.0})]
+    assert select_tests(items) == [test]
+
+
+# -- stale docs ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def docs_case(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
+    tmp = tmp_path_factory.mktemp("links_docs")
+    repo = GitRepo(tmp / "repo")
+    for path, text in DOC_FILES.items():
+        repo.write(path, text)
+    base = repo.commit("initial")
+    repo.write("shop/session.py", SESSION_HEAD)
+    repo.write("docs/guide.md", DOC_FILES["docs/guide.md"] + "\nNow with a timeout.\n")
+    head = repo.commit("head")
+    return analyse(repo, base, head, tmp)
+
+
+def docs(case: Analysis, qualified_name: str, limit: int = 10) -> list[Evidence]:
+    change = case.changes[qualified_name]
+    corpus = case.base_corpus if change.change == "removed" else case.corpus
+    return stale_docs(change, case.head, case.touched, case.corpus,
+                      symbol_vector(corpus, qualified_name), limit=limit)
+
+
+def summary(items: list[Evidence]) -> list[tuple[str, int, str | None, str]]:
+    return [(e.path, e.start_line, e.status, max(e.signals, key=lambda k: e.signals[k]))
+            for e in items]
+
+
+def test_docs_ordered_by_evidence_strength(docs_case: Analysis) -> None:
+    items = docs(docs_case, "shop.session.create_session")
+    assert [s for s in summary(items) if s[3] != "semantic"] == [
+        ("docs/api.md", 7, "stale", "parameter"),  # `retries=5` was removed
+        ("README.md", 3, "stale", "example"),  # create_session(user, token): no timeout
+        ("docs/api.md", 3, "stale", "directive"),
+        ("docs/guide.md", 3, "updated", "mention"),  # the PR edited this file
+        ("shop/other.py", 1, "stale", "docstring"),
+    ]
+
+
+@pytest.mark.parametrize(("qualified_name", "path", "line", "reason"), [
+    pytest.param("shop.session.create_session", "docs/api.md", 7,
+                 "docs/api.md § API > Retries still mentions parameter retries of "
+                 "create_session, renamed to timeout in this PR (line 9)", id="removed-parameter"),
+    pytest.param("shop.session.create_session", "README.md", 3,
+                 "README.md § Shop > Usage still calls create_session(user, token) "
+                 "without the new timeout parameter", id="old-signature-example"),
+    pytest.param("shop.session.create_session", "docs/api.md", 3,
+                 "docs/api.md § API > Sessions has `::: shop.session.create_session`",
+                 id="directive"),
+    pytest.param("shop.session.create_session", "shop/other.py", 1,
+                 "docstring of shop.other.batch (shop/other.py:1) mentions create_session",
+                 id="docstring-of-another-symbol"),
+    pytest.param("shop.session.legacy_login", "docs/api.md", 11,
+                 "docs/api.md § API > Legacy still mentions shop.session.legacy_login, which "
+                 "no longer exists at head (line 13: Use `legacy_login` to log in.)",
+                 id="removed-symbol-distinctive-bare-name"),
+    pytest.param("shop.session.Client.get", "docs/api.md", 19,
+                 "docs/api.md § API > Client usage mentions get (line 21)",
+                 id="generic-name-qualified-by-class"),
+])
+def test_doc_reasons(docs_case: Analysis, qualified_name: str, path: str, line: int,
+                     reason: str) -> None:
+    found = {(e.path, e.start_line): e for e in docs(docs_case, qualified_name)}
+    assert found[(path, line)].reason == reason
+
+
+def test_generic_bare_name_needs_qualification(docs_case: Analysis) -> None:
+    items = docs(docs_case, "shop.session.Client.get")
+    lexical = [(e.path, e.start_line) for e in items if "lexical" in e.signals]
+    assert lexical == [("docs/api.md", 19)]  # not § Fetching's bare `get()`, nor fetch_all
+    assert all(e.start_line != 15 or "lexical" not in e.signals for e in items)
+
+
+def test_removed_symbol_ranks_first(docs_case: Analysis) -> None:
+    items = docs(docs_case, "shop.session.legacy_login")
+    assert items[0].score >= 1.0
+    assert items[0].signals["mention"] == 1.0
+    assert items[0].status == "stale"
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_at_most_limit_docs_per_symbol(docs_case: Analysis, limit: int) -> None:
+    items = docs(docs_case, "shop.session.create_session", limit=limit)
+    assert [(e.path, e.start_line) for e in items] == [
+        ("docs/api.md", 7), ("README.md", 3), ("docs/api.md", 3)][:limit]
+
+
+def test_default_limit_is_three(docs_case: Analysis) -> None:
+    change = docs_case.changes["shop.session.create_session"]
+    assert len(stale_docs(change, docs_case.head, docs_case.touched)) == 3
