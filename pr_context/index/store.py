@@ -38,7 +38,8 @@ DATA_TABLES: dict[str, str] = {
 # DuckDB's buffer cache otherwise grows towards 80 % of RAM; the index's queries are
 # scans and point lookups that need far less, and a CI runner shares its memory with the
 # model. Larger work spills to disk instead of failing.
-DUCKDB_MEMORY_LIMIT = "256MB"
+DUCKDB_MEMORY_LIMIT = "512MB"
+DIGEST_BATCH_PATHS = 200  # paths whose per-file digests are aggregated in one query
 _DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "memory_limit": DUCKDB_MEMORY_LIMIT}
 
@@ -203,9 +204,16 @@ class IndexStore:
             self._insert("file_digests", self._file_digests(added))
 
     def _file_digests(self, paths: list[str]) -> TableRows:
-        """Each path's digest over its rows in every data table."""
-        if not paths:
-            return {}
+        """Each path's digest over its rows in every data table, a batch of paths at a time.
+
+        Batches bound the memory the aggregation needs, whatever the repository's size.
+        """
+        digests: list[str] = []
+        for start in range(0, len(paths), DIGEST_BATCH_PATHS):
+            digests += self._digest_batch(paths[start:start + DIGEST_BATCH_PATHS])
+        return {"path": paths, "digest": digests}
+
+    def _digest_batch(self, paths: list[str]) -> list[str]:
         self._con.register("digest_paths", pa.table({"path": paths}))
         parts: dict[str, list[str]] = {p: [] for p in paths}
         for table, order in DATA_TABLES.items():
@@ -217,9 +225,7 @@ class IndexStore:
             for path in paths:
                 parts[path].append(found.get(path, f"{table}:0"))
         self._con.unregister("digest_paths")
-        return {"path": paths,
-                "digest": [hashlib.sha256(";".join(parts[p]).encode()).hexdigest()
-                           for p in paths]}
+        return [hashlib.sha256(";".join(parts[p]).encode()).hexdigest() for p in paths]
 
     def clear(self) -> None:
         """Remove every row but the content-addressed vectors, for a full rebuild."""
