@@ -95,7 +95,7 @@ def measure(repo: Path, db: Path, queries: list[str]) -> dict[str, object]:
     searcher = Searcher(embedder, SilentProgress())
     started = time.perf_counter()
     corpus = searcher.corpus(open_repository(repo), "HEAD", db)
-    _ = corpus.bm25  # built on first lexical query otherwise
+    corpus.prepare()  # otherwise built by the first query
     load_s = time.perf_counter() - started
     latencies = []
     for query in queries:
@@ -130,7 +130,7 @@ model (all-MiniLM-L6-v2) inside its measured time.
 | per-query latency p50 | {figures['p50_ms']} ms | ≤ {TARGET_P50_MS:.0f} ms ({met}) |
 | per-query latency p90 | {figures['p90_ms']} ms | |
 | slowest query | {figures['max_ms']} ms | |
-| loading the index (chunks, vectors, BM25) | {figures["index_load_s"]} s | once per process |
+| loading the index (chunks, vectors, BM25 postings, name index) | {figures["index_load_s"]} s | once per process |
 | loading the model | {figures['model_load_s']} s | once per process |
 | lexical build of the index | {build['build_s']} s | |
 """

@@ -61,6 +61,10 @@ class SearchCorpus:
     # identifier -> chunks that use it (calls, types, doc mentions and directives)
     chunks_using: dict[str, list[int]] = field(default_factory=dict)
 
+    def prepare(self) -> None:
+        """Build the lazily made search structures now (for steady query latency)."""
+        _ = (self.bm25_postings, self.symbols_by_name_word, self.vocabulary)
+
     @property
     def revision(self) -> str:
         return self.manifest.revision
