@@ -130,7 +130,7 @@ model (all-MiniLM-L6-v2) inside its measured time.
 | per-query latency p50 | {figures['p50_ms']} ms | ≤ {TARGET_P50_MS:.0f} ms ({met}) |
 | per-query latency p90 | {figures['p90_ms']} ms | |
 | slowest query | {figures['max_ms']} ms | |
-| loading the index (chunks, vectors, BM25 postings, name index) | {figures["index_load_s"]} s | once per process |
+| loading the index and its search structures | {figures["index_load_s"]} s | once |
 | loading the model | {figures['model_load_s']} s | once per process |
 | lexical build of the index | {build['build_s']} s | |
 """
