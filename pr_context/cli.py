@@ -20,7 +20,15 @@ from pr_context.git import open_repository
 from pr_context.index.build import COCHANGE_COMMITS, IndexOptions, IndexResult, build_index
 from pr_context.pipeline import Searcher, embedder_for
 from pr_context.progress import progress_for
+from pr_context.render import headline
 from pr_context.retrieve import DEFAULT_K, SearchHit
+from pr_context.review import (
+    DEFAULT_TOP_K,
+    REVIEW_BUDGET_S,
+    ReviewOptions,
+    review,
+    write_review,
+)
 
 __all__ = ["cli", "main"]
 
@@ -255,6 +263,56 @@ def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_di
     for failure in result.failures:
         click.echo(failure)
     raise GateFailedError(f"gate {gate_path} failed with {len(result.failures)} failure(s)")
+
+
+@cli.command("review")
+@click.option("--repo", default=".", show_default=True, help="Git repository (work tree or bare).")
+@click.option("--base", "base", required=True, help="Base revision of the pull request.")
+@click.option("--head", "head", required=True, help="Head revision of the pull request.")
+@click.option("--db", "db", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Base index file: built or updated to BASE, and left valid for it. The "
+                   "head is indexed in a copy, OUT/head-index.duckdb.")
+@click.option("--out", "out_dir", required=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for evidence.json, comment.md and summary.md.")
+@click.option("--top-k", default=DEFAULT_TOP_K, show_default=True, type=click.IntRange(min=1),
+              help="Items per category shown in the comment (evidence.json holds all).")
+@click.option("--no-embeddings", is_flag=True, help="Lexical and graph evidence only.")
+@click.option("--model", default=None,
+              help="Embedding model; defaults to the one the index was built with.")
+@click.option("--link-base", metavar="URL",
+              help="Link locations to URL/blob/<sha>/path#Lline, e.g. "
+                   "https://github.com/owner/name; plain paths otherwise.")
+@click.option("--budget", "budget_s", default=REVIEW_BUDGET_S, show_default=True,
+              type=click.FloatRange(min=0),
+              help="Seconds of analysis; symbols left after it are only listed.")
+@click.option("--json", "as_json", is_flag=True, help="Print a one-line JSON summary.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
+def review_command(repo: str, base: str, head: str, db: Path, out_dir: Path, top_k: int,
+                   no_embeddings: bool, model: str | None, link_base: str | None,
+                   budget_s: float, as_json: bool, quiet: bool) -> None:
+    """Review the changes BASE..HEAD: callers, linked tests and possibly-stale docs.
+
+    Writes OUT/evidence.json (every ranked item), OUT/comment.md (the PR comment, top
+    items per symbol) and OUT/summary.md (a step summary).
+    """
+    if link_base is not None and not link_base.startswith(("https://", "http://")):
+        raise BadInputError(f"--link-base must be an http(s) URL, not {link_base!r}")
+    options = ReviewOptions(top_k=top_k, budget_s=budget_s, link_base=link_base)
+    report = review(open_repository(repo), base, head, db, out_dir,
+                    embedder_for(model, no_embeddings, db),
+                    progress_for(sys.stderr, quiet), options)
+    outputs = write_review(report, out_dir)
+    if as_json:
+        click.echo(json.dumps({
+            "changed_symbols": len(report.symbols),
+            "callers_not_updated": report.callers_not_updated,
+            "stale_docs": report.stale_docs, "tests_to_run": len(report.test_selection),
+            "evidence": str(outputs.evidence), "comment": str(outputs.comment),
+            "summary": str(outputs.summary)}))
+    else:
+        click.echo(f"{headline(report)}; wrote {outputs.evidence}, {outputs.comment.name}, "
+                   f"{outputs.summary.name}")
 
 
 def main() -> None:

@@ -1,0 +1,182 @@
+"""Render a review :class:`Report` as the PR comment and the step summary (Markdown).
+
+Pure: data in, text out. Templates live in ``pr_context/templates`` (package data, so
+they load the same from a checkout and from a wheel). Every value a template prints is
+escaped by the environment's ``finalize`` unless it was built here as ``Markup``:
+repository text can raise no HTML, ping nobody and show no image. The comment starts
+with the hidden marker that identifies it and never exceeds ``MAX_COMMENT_CHARS``:
+whole symbol blocks are left out, and counted, until it fits.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from pr_context.report import EvidenceItem, Report, SymbolReport
+
+__all__ = [
+    "COMMENT_MARKER",
+    "MAX_COMMENT_CHARS",
+    "escape_html",
+    "escape_markdown",
+    "headline",
+    "render_comment",
+    "render_summary",
+]
+
+COMMENT_MARKER = "<!-- pr-context:v1 -->"
+MAX_COMMENT_CHARS = 65_000  # GitHub rejects comment bodies over 65,536 characters
+MAX_TEXT_CHARS = 300  # one reason or name: longer text is cut, evidence.json has it all
+SUMMARY_MAX_SYMBOLS = 50  # the step summary is an overview, not the full list
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")  # "![", "](" die with "["
+_ZWJ = "\u200d"  # after "@" it stops GitHub from reading a mention
+_CHANGE_WORDS = {"added": "added", "modified": "modified", "removed": "removed",
+                 "renamed": "renamed", "signature_changed": "signature changed"}
+
+
+def escape_markdown(text: str) -> Markup:
+    """``text`` as inert inline Markdown: one line, no HTML, no mention, no image or link."""
+    line = html.escape(_one_line(text), quote=False)
+    return Markup(_no_mentions(_MARKDOWN_SPECIAL.sub(r"\\\1", line)))
+
+
+def escape_html(text: str) -> Markup:
+    """``text`` for an HTML block (``<summary>``), where Markdown escapes would show."""
+    escaped = html.escape(_one_line(text), quote=True)
+    # Inert in an HTML block already; numeric references keep them inert if it ever isn't.
+    return Markup(_no_mentions(escaped.replace("[", "&#91;").replace("`", "&#96;")))
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= MAX_TEXT_CHARS else line[: MAX_TEXT_CHARS - 1] + "…"
+
+
+def _no_mentions(text: str) -> str:
+    return text.replace("@", "@" + _ZWJ)
+
+
+def _finalize(value: object) -> object:
+    return value if isinstance(value, Markup) else escape_markdown(str(value))
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("pr_context", "templates"),
+                      undefined=StrictUndefined, autoescape=False, finalize=_finalize,
+                      keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["code"] = lambda v: Markup(f"<code>{escape_markdown(str(v))}</code>")
+    env.filters["html"] = lambda v: escape_html(str(v))
+    env.filters["html_code"] = lambda v: Markup(f"<code>{escape_html(str(v))}</code>")
+    return env
+
+
+_ENV = _environment()
+
+
+# -- headline -------------------------------------------------------------------------------
+
+
+def headline(report: Report) -> str:
+    """"3 changed symbols · 2 callers not updated · 1 possibly-stale doc · 4 tests to run"."""
+    parts = [_count(len(report.symbols), "changed symbol"),
+             _count(report.callers_not_updated, "caller") + " not updated",
+             _count(report.stale_docs, "possibly-stale doc"),
+             _count(len(report.test_selection), "test") + " to run"]
+    return " · ".join(parts)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# -- comment --------------------------------------------------------------------------------
+
+
+def render_comment(report: Report) -> str:
+    """The sticky PR comment: marker, headline, a collapsed block per changed symbol.
+
+    Shows ``report.top_k`` items per category; when the whole text would exceed
+    ``MAX_COMMENT_CHARS``, the last symbol blocks are left out and counted.
+    """
+    blocks = [_symbol_view(report, s) for s in report.symbols]
+    low, high = 0, len(blocks)
+    text = _comment_text(report, blocks, high)
+    if len(text) <= MAX_COMMENT_CHARS:
+        return text
+    while low < high:  # the most blocks that fit
+        middle = (low + high + 1) // 2
+        if len(_comment_text(report, blocks, middle)) <= MAX_COMMENT_CHARS:
+            low = middle
+        else:
+            high = middle - 1
+    return _comment_text(report, blocks, low)[:MAX_COMMENT_CHARS]
+
+
+def _comment_text(report: Report, blocks: Sequence[dict[str, Any]], shown: int) -> str:
+    return _ENV.get_template("comment.md.j2").render(
+        marker=Markup(COMMENT_MARKER), headline=headline(report), report=report,
+        notes=report.notes, symbols=blocks[:shown], omitted=len(blocks) - shown,
+        selection=report.test_selection[:report.top_k * 4],
+        selection_more=max(len(report.test_selection) - report.top_k * 4, 0))
+
+
+def _symbol_view(report: Report, symbol: SymbolReport) -> dict[str, Any]:
+    categories = [("Callers", symbol.callers), ("Linked tests", symbol.tests),
+                  ("Possibly-stale docs", symbol.docs)]
+    return {
+        "symbol": symbol, "change": _CHANGE_WORDS.get(symbol.change, symbol.change),
+        "location": _location(report, symbol.path, symbol.start_line,
+                              report.base if symbol.change == "removed" else report.head),
+        "counts": _symbol_counts(symbol),
+        "categories": [{"title": title, "entries": [_item_view(report, i)
+                                                   for i in items[:report.top_k]],
+                        "more": max(len(items) - report.top_k, 0)}
+                       for title, items in categories if items],
+    }
+
+
+def _symbol_counts(symbol: SymbolReport) -> str:
+    if not symbol.analysed:
+        return "not analysed (time budget)"
+    callers = _count(len(symbol.callers), "caller")
+    if symbol.callers_not_updated:
+        callers += f" ({symbol.callers_not_updated} not updated)"
+    return " · ".join([callers, _count(len(symbol.tests), "test"),
+                       _count(len(symbol.docs), "doc")])
+
+
+def _item_view(report: Report, item: EvidenceItem) -> dict[str, Any]:
+    line = item.line if item.line is not None else item.start_line
+    return {"location": _location(report, item.path, line, item.revision),
+            "reason": item.reason, "flag": item.needs_update}
+
+
+def _location(report: Report, path: str, line: int, revision: str | None) -> Markup:
+    code = Markup(f"<code>{escape_markdown(f'{path}:{line}')}</code>")
+    if report.link_base is None:
+        return code
+    url = (f"{report.link_base.rstrip('/')}/blob/{revision or report.head}/"
+           f"{quote(path, safe='/')}#L{line}")
+    return Markup(f"[{code}]({html.escape(url, quote=True)})")
+
+
+# -- step summary ---------------------------------------------------------------------------
+
+
+def render_summary(report: Report) -> str:
+    """The job step summary: the headline and one line per changed symbol."""
+    return _ENV.get_template("summary.md.j2").render(
+        headline=headline(report), report=report, notes=report.notes,
+        symbols=[{"symbol": s, "change": _CHANGE_WORDS.get(s.change, s.change),
+                  "counts": _symbol_counts(s)}
+                 for s in report.symbols[:SUMMARY_MAX_SYMBOLS]],
+        omitted=max(len(report.symbols) - SUMMARY_MAX_SYMBOLS, 0),
+        selection=report.test_selection)

@@ -1,0 +1,331 @@
+"""The ``review`` pipeline: index base and head, analyse every changed symbol, write files.
+
+Wires the stages like ``pipeline.py`` does for search, so it may import every stage,
+rendering included. Side effects: ``db`` is built or updated to the base revision (and
+stays valid for it); the head is indexed in a copy, ``OUT/head-index.duckdb``, updated
+incrementally from the base; ``write_review`` writes evidence.json, comment.md and
+summary.md. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pr_context.changes import ChangedSymbol, SymbolChanges, changed_symbols_between
+from pr_context.diff import parse_patch
+from pr_context.embed import Embedder
+from pr_context.errors import BadInputError, IndexFileError
+from pr_context.git import Repository, changed_paths, resolve_revision, unified_diff
+from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph
+from pr_context.index.build import IndexOptions, IndexResult, build_index
+from pr_context.index.store import IndexStore, Manifest
+from pr_context.links import (
+    Evidence,
+    LinkIndex,
+    linked_tests,
+    load_link_index,
+    stale_docs,
+    symbol_vector,
+    test_selection,
+)
+from pr_context.models import Sha
+from pr_context.progress import Progress
+from pr_context.render import render_comment, render_summary
+from pr_context.report import EvidenceItem, IndexInfo, Report, SymbolReport, evidence_json
+from pr_context.retrieve.corpus import SearchCorpus, load_corpus
+from pr_context.secrets import redact_secrets
+
+__all__ = [
+    "DEFAULT_TOP_K",
+    "HEAD_INDEX_NAME",
+    "REVIEW_BUDGET_S",
+    "ReviewOptions",
+    "ReviewOutputs",
+    "review",
+    "write_review",
+]
+
+# Analysis (callers, tests, docs) of one symbol takes milliseconds; a PR that still runs
+# past a minute is a sweep nobody reads symbol by symbol, so the rest are only listed.
+REVIEW_BUDGET_S = 60.0
+DEFAULT_TOP_K = 5  # items per category in the comment; evidence.json holds them all
+HEAD_INDEX_NAME = "head-index.duckdb"
+# Changes that break callers still written against the old name or signature.
+_BREAKING_CHANGES = frozenset({"signature_changed", "removed", "renamed"})
+# Changed files with these roles are counted, not analysed: nobody reviews them by hand.
+_EXCLUDED_ROLES = frozenset({"generated", "vendored"})
+_NOT_UPDATED = "not updated in this PR"
+
+
+@dataclass(frozen=True)
+class ReviewOptions:
+    top_k: int = DEFAULT_TOP_K
+    budget_s: float = REVIEW_BUDGET_S
+    link_base: str | None = None
+    index_options: IndexOptions = field(default_factory=IndexOptions)
+
+
+@dataclass(frozen=True)
+class ReviewOutputs:
+    """The files ``write_review`` wrote."""
+
+    evidence: Path
+    comment: Path
+    summary: Path
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One revision's index, loaded once for every symbol."""
+
+    sha: str
+    graph: SymbolGraph
+    links: LinkIndex
+    corpus: SearchCorpus
+    spans: Mapping[str, tuple[int, int]]  # qualified name -> definition lines
+
+
+@dataclass(frozen=True)
+class _PrDiff:
+    """What the PR touched: paths on either side, and changed lines per file."""
+
+    paths: frozenset[str]
+    added: Mapping[str, frozenset[int]]  # head path -> added head lines
+    removed: Mapping[str, frozenset[int]]  # base path -> removed base lines
+
+
+@dataclass
+class _Timer:
+    """Milliseconds per stage, in the order the stages ran."""
+
+    stages: dict[str, int] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages[name] = round((time.perf_counter() - started) * 1000)
+
+
+def review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Path,
+           embedder: Embedder | None, progress: Progress,
+           options: ReviewOptions | None = None) -> Report:
+    """Index ``base_rev`` into ``db`` and ``head_rev`` into a copy, then analyse the PR.
+
+    :raises UnknownRevisionError: a revision names no commit.
+    :raises IndexFileError: an index file cannot be built, copied or read.
+    """
+    options = options or ReviewOptions()
+    timer, started = _Timer(), time.perf_counter()
+    base, head = resolve_revision(repo, base_rev), resolve_revision(repo, head_rev)
+    with timer.stage("index_base"):
+        base_result = build_index(repo, base, db, options.index_options, embedder, progress)
+    head_db = out_dir / HEAD_INDEX_NAME
+    with timer.stage("index_head"):
+        head_result = _build_overlay(repo, head, db, head_db, embedder, progress, options)
+    with timer.stage("diff"):
+        changes = changed_symbols_between(repo, base, head)
+        pr_diff = _pr_diff(repo, base, head)
+    with timer.stage("load"):
+        head_side, manifest = _load_side(head_db)
+        roles = {**_file_roles(db), **_file_roles(head_db)}
+    excluded = sorted(p for p in pr_diff.paths if roles.get(p) in _EXCLUDED_ROLES)
+    wanted = [s for s in changes.symbols if s.path not in excluded]
+    base_side = (_load_side(db)[0] if any(s.change == "removed" for s in wanted)
+                 else None)
+    with timer.stage("analyse"):
+        symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
+                                               options.budget_s)
+    timer.stages["total"] = round((time.perf_counter() - started) * 1000)
+    return Report(
+        repository=str(repo.path), base=base, head=head,
+        index=_index_info(manifest, head_result, base_result),
+        symbols=tuple(symbols), test_selection=tuple(test_selection(tests)),
+        timings_ms=timer.stages, excluded_files=tuple(excluded),
+        skipped_files=changes.skipped_files,
+        notes=tuple(_notes(changes, excluded, skipped, len(wanted), options.budget_s)),
+        top_k=options.top_k, link_base=options.link_base)
+
+
+def write_review(report: Report, out_dir: Path) -> ReviewOutputs:
+    """Write evidence.json, comment.md and summary.md into ``out_dir``.
+
+    :raises BadInputError: ``out_dir`` cannot be written.
+    """
+    outputs = ReviewOutputs(out_dir / "evidence.json", out_dir / "comment.md",
+                            out_dir / "summary.md")
+    texts = {
+        outputs.evidence: json.dumps(evidence_json(report), indent=2) + "\n",
+        outputs.comment: render_comment(report),
+        outputs.summary: render_summary(report),
+    }
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for path, text in texts.items():
+            path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInputError(f"cannot write the review into {out_dir}: {exc}") from exc
+    return outputs
+
+
+# -- indexes --------------------------------------------------------------------------------
+
+
+def _build_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
+                   embedder: Embedder | None, progress: Progress,
+                   options: ReviewOptions) -> IndexResult:
+    """Copy the base index to ``head_db`` and update the copy to ``head``; ``db`` is kept."""
+    try:
+        head_db.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", ".wal"):
+            source, target = Path(f"{db}{suffix}"), Path(f"{head_db}{suffix}")
+            target.unlink(missing_ok=True)
+            if source.is_file():
+                shutil.copyfile(source, target)
+    except OSError as exc:
+        raise IndexFileError(f"cannot copy index {db} to {head_db}: {exc}") from exc
+    return build_index(repo, head, head_db, options.index_options, embedder, progress)
+
+
+def _load_side(db: Path) -> tuple[_Side, Manifest]:
+    with IndexStore.open_existing(db) as store:
+        assert store.manifest is not None
+        spans: dict[str, tuple[int, int]] = {}
+        for name, start, end in store.query(
+                "SELECT qualified_name, start_line, end_line FROM definitions "
+                "ORDER BY path, ordinal"):
+            spans.setdefault(name, (start, end))
+        side = _Side(store.manifest.revision, load_graph(store), load_link_index(store),
+                     load_corpus(store), spans)
+        return side, store.manifest
+
+
+def _file_roles(db: Path) -> dict[str, str]:
+    """path -> role for every file the index knows, skipped files included."""
+    with IndexStore.open_existing(db) as store:
+        return {p: r or "production" for p, r in store.query("SELECT path, role FROM files")}
+
+
+def _index_info(manifest: Manifest, head: IndexResult, base: IndexResult) -> IndexInfo:
+    return IndexInfo(
+        build_id=manifest.build_id, revision=manifest.revision, base_revision=base.revision,
+        parser_version=manifest.parser_version, embedding_model=manifest.embedding_model,
+        path_policy=json.loads(manifest.path_policy or "{}"), incremental=head.incremental,
+        files=head.files, chunks=head.chunks, base_build_id=base.build_id,
+        embedded=head.embedded, reused=head.reused)
+
+
+def _pr_diff(repo: Repository, base: Sha, head: Sha) -> _PrDiff:
+    paths = {p for c in changed_paths(repo, base, head) for p in (c.path, c.old_path) if p}
+    diffs = parse_patch(unified_diff(repo, base, head, context=0)) if paths else []
+    return _PrDiff(frozenset(paths),
+                   {d.path: d.added_lines for d in diffs if d.status != "deleted"},
+                   {d.base_path: d.removed_lines for d in diffs})
+
+
+# -- analysis -------------------------------------------------------------------------------
+
+
+def _analyse_all(
+    symbols: list[ChangedSymbol], head: _Side, base: _Side | None, pr: _PrDiff,
+    budget_s: float,
+) -> tuple[list[SymbolReport], list[Evidence], int]:
+    """Every symbol's report, all linked tests, and how many symbols the budget skipped."""
+    reports, tests, skipped = [], [], 0
+    started = time.monotonic()
+    for change in symbols:
+        if time.monotonic() - started >= budget_s:
+            reports.append(_symbol_report(change, (), (), (), analysed=False))
+            skipped += 1
+            continue
+        holder = base if change.change == "removed" and base is not None else head
+        linked = linked_tests(change, holder.graph, holder.links, set(pr.paths),
+                              holder.corpus, set(head.links.roles))
+        vector = symbol_vector(holder.corpus, change.qualified_name)
+        docs = stale_docs(change, head.links, set(pr.paths), head.corpus, vector)
+        tests.extend(linked)
+        reports.append(_symbol_report(
+            change, _caller_items(change, holder, head, pr),
+            _link_items(linked, holder, head), _link_items(docs, head, head)))
+    return reports, tests, skipped
+
+
+def _symbol_report(change: ChangedSymbol, callers: Iterable[EvidenceItem],
+                   tests: Iterable[EvidenceItem], docs: Iterable[EvidenceItem],
+                   analysed: bool = True) -> SymbolReport:
+    return SymbolReport(
+        path=change.path, symbol=change.symbol, qualified_name=change.qualified_name,
+        kind=change.kind, change=change.change, start_line=change.start_line,
+        end_line=change.end_line, callers=tuple(callers), tests=tuple(tests),
+        docs=tuple(docs), old_path=change.old_path,
+        old_qualified_name=change.old_qualified_name, old_signature=change.old_signature,
+        new_signature=change.new_signature, parameter_changes=change.parameter_changes,
+        cosmetic=change.cosmetic, analysed=analysed)
+
+
+def _caller_items(change: ChangedSymbol, holder: _Side, head: _Side,
+                  pr: _PrDiff) -> list[EvidenceItem]:
+    """Callers ranked with the ones the PR left on a broken signature first."""
+    at_base = holder is not head
+    found = [(c, _caller_updated(c, at_base, head, pr)) for c in
+             callers_of(holder.graph, change.qualified_name)]
+    breaking = change.change in _BREAKING_CHANGES
+    found.sort(key=lambda f: (not (breaking and not f[1]), -f[0].confidence, f[0].path,
+                              f[0].line, f[0].column))
+    return [_caller_item(rank, caller, updated, breaking and not updated, holder, at_base,
+                         pr) for rank, (caller, updated) in enumerate(found, start=1)]
+
+
+def _caller_updated(caller: Caller, at_base: bool, head: _Side, pr: _PrDiff) -> bool:
+    """The PR edited the call's line (or, at base, deleted the caller's file)."""
+    if at_base:
+        return (caller.path not in head.links.roles
+                or caller.line in pr.removed.get(caller.path, frozenset()))
+    return caller.line in pr.added.get(caller.path, frozenset())
+
+
+def _caller_item(rank: int, caller: Caller, updated: bool, needs_update: bool, side: _Side,
+                 at_base: bool, pr: _PrDiff) -> EvidenceItem:
+    start, end = side.spans.get(caller.enclosing or "", (caller.line, caller.line))
+    reason = caller.reason + (f"; {_NOT_UPDATED}" if needs_update else "")
+    return EvidenceItem(
+        rank=rank, path=caller.path, symbol=caller.enclosing,
+        role=side.links.roles.get(caller.path, "production"), start_line=start,
+        end_line=end, revision=side.sha, score=caller.confidence,
+        signals={caller.how: caller.confidence}, reason=_reason(reason, side, at_base),
+        touched_in_pr=caller.path in pr.paths, line=caller.line, updated_in_pr=updated,
+        needs_update=needs_update)
+
+
+def _link_items(found: list[Evidence], side: _Side, head: _Side) -> list[EvidenceItem]:
+    at_base = side is not head
+    return [EvidenceItem(
+        rank=rank, path=e.path, symbol=e.symbol, role=e.role, start_line=e.start_line,
+        end_line=e.end_line, revision=side.sha, score=e.score, signals=dict(e.signals),
+        reason=_reason(e.reason, side, at_base), touched_in_pr=e.touched_in_pr,
+        status=e.status, node_ids=e.node_ids) for rank, e in enumerate(found, start=1)]
+
+
+def _reason(text: str, side: _Side, at_base: bool) -> str:
+    line = redact_secrets(" ".join(text.split()))
+    return f"{line} (lines at base {side.sha[:12]})" if at_base else line
+
+
+def _notes(changes: SymbolChanges, excluded: list[str], skipped: int, total: int,
+           budget_s: float) -> Iterator[str]:
+    if excluded:
+        yield (f"{len(excluded)} generated or vendored file(s) changed: counted, "
+               "not analysed")
+    if changes.reason:
+        yield f"not analysed: {changes.reason}"
+    if skipped:
+        yield (f"time budget of {budget_s:g}s ran out: {skipped} of {total} changed "
+               "symbols listed without callers, tests or docs")

@@ -1,0 +1,366 @@
+"""The review command end to end, on real git repositories and real DuckDB indexes."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from pr_context.cli import cli
+from pr_context.git import open_repository
+from pr_context.index.build import IndexOptions, build_index
+from pr_context.index.store import IndexStore
+from pr_context.progress import SilentProgress
+from pr_context.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment
+from pr_context.report import EvidenceItem, IndexInfo, Report, SymbolReport
+from pr_context.review import HEAD_INDEX_NAME, ReviewOptions, review, write_review
+from tests.conftest import GitRepo
+from tests.fakes import FakeEmbedder
+
+SESSION = (
+    "def create_session(user, token, retries=3):\n"
+    "    return {'user': user, 'token': token, 'retries': retries}\n"
+)
+SESSION_HEAD = (
+    "def create_session(user, token):\n"
+    "    return {'user': user, 'token': token}\n"
+)
+BASE_FILES = {
+    "shop/__init__.py": "",
+    "shop/session.py": SESSION,
+    "shop/api.py": (
+        "from shop.session import create_session\n"
+        "\n"
+        "\n"
+        "def login(user):\n"
+        "    return create_session(user, 't', retries=5)\n"
+    ),
+    "shop/admin.py": (
+        "from shop.session import create_session\n"
+        "\n"
+        "\n"
+        "def sudo(user):\n"
+        "    return create_session(user, 'root', retries=1)\n"
+    ),
+    "tests/__init__.py": "",
+    "tests/test_session.py": (
+        "from shop.session import create_session\n"
+        "\n"
+        "\n"
+        "def test_create():\n"
+        "    assert create_session('u', 't')\n"
+    ),
+    "docs/api.md": (
+        "# API\n"
+        "\n"
+        "## Sessions\n"
+        "\n"
+        "Pass `retries=5` to `create_session` to retry.\n"
+    ),
+    "vendor/lib.py": "def helper():\n    return 1\n",
+}
+HEAD_CHANGES = {
+    "shop/session.py": SESSION_HEAD,
+    # the PR updates this caller, and not shop/api.py
+    "shop/admin.py": BASE_FILES["shop/admin.py"].replace(", retries=1", ""),
+    "tests/test_session.py": BASE_FILES["tests/test_session.py"].replace("'t')", "'t2')"),
+    "vendor/lib.py": "def helper():\n    return 2\n",
+}
+EVIDENCE_KEYS = {"rank": int, "path": str, "role": str, "start_line": int, "end_line": int,
+                 "revision": str, "score": float, "signals": dict, "reason": str,
+                 "touched_in_pr": bool}
+INDEX_KEYS = {"build_id": str, "revision": str, "base_revision": str, "parser_version": str,
+              "embedding_model": str, "incremental": bool, "files": int, "chunks": int}
+SYMBOL_KEYS = {"path": str, "symbol": str, "qualified_name": str, "kind": str, "change": str,
+               "start_line": int, "end_line": int, "callers": list, "tests": list,
+               "docs": list}
+VOLATILE = re.compile(r"build_id|timings_ms")
+
+
+def pr_repo(make_repo: Callable[..., GitRepo]) -> tuple[GitRepo, str, str]:
+    repo = make_repo(BASE_FILES)
+    base = repo.git("rev-parse", "HEAD").strip()
+    for path, text in HEAD_CHANGES.items():
+        repo.write(path, text)
+    return repo, base, repo.commit("drop retries")
+
+
+def run_review(repo: GitRepo, base: str, head: str, db: Path, out: Path,
+               **options: Any) -> Report:
+    report = review(open_repository(repo.path), base, head, db, out, FakeEmbedder(),
+                    SilentProgress(), ReviewOptions(**options))
+    write_review(report, out)
+    return report
+
+
+def load_evidence(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "evidence.json").read_text(encoding="utf-8"))
+    return data
+
+
+def symbol(data: dict[str, Any], qualified_name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(s for s in data["changed_symbols"]
+                                 if s["qualified_name"] == qualified_name)
+    return found
+
+
+def assert_keys(obj: dict[str, Any], keys: dict[str, type]) -> None:
+    for key, kind in keys.items():
+        assert key in obj, key
+        assert isinstance(obj[key], kind), (key, obj[key])
+
+
+@pytest.fixture
+def reviewed(make_repo: Callable[..., GitRepo],
+             tmp_path: Path) -> tuple[GitRepo, str, str, Path, dict[str, Any]]:
+    repo, base, head = pr_repo(make_repo)
+    run_review(repo, base, head, tmp_path / "base.duckdb", tmp_path / "out")
+    return repo, base, head, tmp_path, load_evidence(tmp_path / "out")
+
+
+def test_evidence_follows_the_contract(reviewed: tuple[GitRepo, str, str, Path,
+                                                        dict[str, Any]]) -> None:
+    _repo, base, head, _tmp, data = reviewed
+    assert data["schema_version"] == 1
+    assert (data["base"], data["head"]) == (base, head)
+    assert isinstance(data["repository"], str)
+    assert_keys(data["index"], INDEX_KEYS)
+    assert data["index"]["revision"] == head
+    assert data["index"]["base_revision"] == base
+    assert data["index"]["incremental"] is True
+    assert isinstance(data["index"]["path_policy"], dict)
+    assert isinstance(data["timings_ms"], dict)
+    assert all(isinstance(v, int) for v in data["timings_ms"].values())
+    assert data["changed_symbols"]
+    for changed in data["changed_symbols"]:
+        assert_keys(changed, SYMBOL_KEYS)
+        for category in ("callers", "tests", "docs"):
+            ranks = [item["rank"] for item in changed[category]]
+            assert ranks == list(range(1, len(ranks) + 1))
+            for item in changed[category]:
+                assert_keys(item, EVIDENCE_KEYS)
+                assert "symbol" in item
+                assert all(isinstance(v, int | float) for v in item["signals"].values())
+                assert item["revision"] == head
+
+
+def test_signature_change_flags_callers_the_pr_did_not_update(
+        reviewed: tuple[GitRepo, str, str, Path, dict[str, Any]]) -> None:
+    data = reviewed[4]
+    changed = symbol(data, "shop.session.create_session")
+    assert changed["change"] == "signature_changed"
+    callers = {c["path"]: c for c in changed["callers"] if c["role"] == "production"}
+    assert callers["shop/api.py"]["updated_in_pr"] is False
+    assert callers["shop/api.py"]["needs_update"] is True
+    assert "not updated in this PR" in callers["shop/api.py"]["reason"]
+    assert callers["shop/api.py"]["symbol"] == "shop.api.login"
+    assert (callers["shop/api.py"]["start_line"], callers["shop/api.py"]["end_line"]) == (4, 5)
+    assert callers["shop/api.py"]["line"] == 5
+    assert callers["shop/admin.py"]["updated_in_pr"] is True
+    assert callers["shop/admin.py"]["needs_update"] is False
+    assert changed["callers"][0]["path"] == "shop/api.py"  # not updated ranks first
+    assert data["summary"]["callers_not_updated"] == 1
+
+
+def test_linked_test_stale_doc_and_selection(
+        reviewed: tuple[GitRepo, str, str, Path, dict[str, Any]]) -> None:
+    data = reviewed[4]
+    changed = symbol(data, "shop.session.create_session")
+    test = next(t for t in changed["tests"] if t["path"] == "tests/test_session.py")
+    assert test["touched_in_pr"] is True
+    assert test["signals"]["graph"] > 0
+    doc = next(d for d in changed["docs"] if d["path"] == "docs/api.md")
+    assert doc["status"] == "stale"
+    assert doc["touched_in_pr"] is False
+    assert "retries" in doc["reason"]
+    assert any(t.startswith("tests/test_session.py") for t in data["test_selection"])
+
+
+def test_generated_and_vendored_files_are_counted_not_analysed(
+        reviewed: tuple[GitRepo, str, str, Path, dict[str, Any]]) -> None:
+    data = reviewed[4]
+    assert data["excluded_files"] == ["vendor/lib.py"]
+    assert not [s for s in data["changed_symbols"] if s["path"].startswith("vendor/")]
+    assert any("vendored" in note for note in data["notes"])
+
+
+def test_comment_and_summary_are_written(
+        reviewed: tuple[GitRepo, str, str, Path, dict[str, Any]]) -> None:
+    out = reviewed[3] / "out"
+    comment = (out / "comment.md").read_text(encoding="utf-8")
+    assert comment.splitlines()[0] == COMMENT_MARKER
+    assert "1 caller not updated" in comment.splitlines()[1]
+    assert "<details><summary>" in comment
+    assert "<code>shop/api.py:5</code>" in comment
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "create\\_session" in summary
+    assert (out / HEAD_INDEX_NAME).is_file()
+
+
+def test_base_index_stays_valid_for_the_base(
+        reviewed: tuple[GitRepo, str, str, Path, dict[str, Any]]) -> None:
+    repo, base, _head, tmp, _data = reviewed
+    db = tmp / "base.duckdb"
+    with IndexStore.open_existing(db) as store:
+        assert store.manifest is not None
+        assert store.manifest.revision == base
+        before = store.digest()
+    again = build_index(open_repository(repo.path), base, db, IndexOptions(), FakeEmbedder(),
+                        SilentProgress())
+    assert again.changes.get("parsed", 0) == 0 and again.embedded == 0
+    assert again.digest == before
+
+
+def test_two_runs_write_the_same_evidence(make_repo: Callable[..., GitRepo],
+                                          tmp_path: Path) -> None:
+    repo, base, head = pr_repo(make_repo)
+    run_review(repo, base, head, tmp_path / "a.duckdb", tmp_path / "one")
+    run_review(repo, base, head, tmp_path / "a.duckdb", tmp_path / "two")
+    run_review(repo, base, head, tmp_path / "b.duckdb", tmp_path / "three")
+    texts = [stable(load_evidence(tmp_path / d)) for d in ("one", "two", "three")]
+    assert texts[0] == texts[1] == texts[2]
+    comments = [(tmp_path / d / "comment.md").read_text() for d in ("one", "two", "three")]
+    assert comments[0] == comments[1] == comments[2]
+
+
+def stable(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: stable(v) for k, v in data.items() if not VOLATILE.search(k)}
+    if isinstance(data, list):
+        return [stable(v) for v in data]
+    return data
+
+
+def test_empty_diff_reports_no_changed_symbols(make_repo: Callable[..., GitRepo],
+                                               tmp_path: Path) -> None:
+    repo = make_repo(BASE_FILES)
+    sha = repo.git("rev-parse", "HEAD").strip()
+    report = run_review(repo, sha, sha, tmp_path / "db.duckdb", tmp_path / "out")
+    assert report.symbols == ()
+    assert load_evidence(tmp_path / "out")["changed_symbols"] == []
+    comment = (tmp_path / "out" / "comment.md").read_text(encoding="utf-8")
+    assert "0 changed symbols" in comment
+    assert "No changed symbols" in comment
+
+
+def test_time_budget_lists_symbols_without_analysis(make_repo: Callable[..., GitRepo],
+                                                    tmp_path: Path) -> None:
+    repo, base, head = pr_repo(make_repo)
+    run_review(repo, base, head, tmp_path / "db.duckdb", tmp_path / "out", budget_s=0)
+    data = load_evidence(tmp_path / "out")
+    changed = symbol(data, "shop.session.create_session")
+    assert changed["analysed"] is False
+    assert changed["callers"] == changed["tests"] == changed["docs"] == []
+    assert any("time budget" in note for note in data["notes"])
+
+
+def test_removed_symbol_is_analysed_at_base(make_repo: Callable[..., GitRepo],
+                                            tmp_path: Path) -> None:
+    repo = make_repo(BASE_FILES)
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write("shop/session.py", "VERSION = 1\n")
+    head = repo.commit("remove create_session")
+    run_review(repo, base, head, tmp_path / "db.duckdb", tmp_path / "out")
+    changed = symbol(load_evidence(tmp_path / "out"), "shop.session.create_session")
+    assert changed["change"] == "removed"
+    api = next(c for c in changed["callers"] if c["path"] == "shop/api.py")
+    assert api["revision"] == base
+    assert "lines at base" in api["reason"]
+    assert api["needs_update"] is True
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+HOSTILE = "<script>alert(1)</script> @org/team ![x](http://x) ``` `code` & more\nnext"
+
+
+def evidence_item(rank: int, reason: str = "calls it", path: str = "pkg/mod.py") -> EvidenceItem:
+    return EvidenceItem(rank=rank, path=path, symbol="pkg.mod.caller", role="production",
+                        start_line=rank, end_line=rank + 1, revision="h" * 40, score=1.0,
+                        signals={"graph": 1.0}, reason=reason, touched_in_pr=False,
+                        line=rank, updated_in_pr=False, needs_update=True)
+
+
+def synthetic_report(symbols: int, items: int = 3, reason: str = "calls it",
+                     name: str = "pkg.mod.func", path: str = "pkg/mod.py") -> Report:
+    blocks = tuple(SymbolReport(
+        path=path, symbol=name.rsplit(".", 1)[-1], qualified_name=f"{name}{n}",
+        kind="function", change="signature_changed", start_line=n + 1, end_line=n + 2,
+        callers=tuple(evidence_item(r, reason, path) for r in range(1, items + 1)),
+        tests=(), docs=(), parameter_changes=("removed param retries",))
+        for n in range(symbols))
+    info = IndexInfo("id", "h" * 40, "b" * 40, "1", "none", {}, True, 1, 1)
+    return Report("repo", "b" * 40, "h" * 40, info, blocks, ("tests/test_mod.py",))
+
+
+def test_render_escapes_hostile_repository_text() -> None:
+    report = synthetic_report(1, reason=HOSTILE, name=HOSTILE, path="docs/<img src=x>@me.md")
+    comment = render_comment(report)
+    body = comment.split("\n", 1)[1]
+    assert "<script>" not in body and "<img" not in body
+    assert "&lt;script&gt;" in body
+    assert "@org" not in body and "@\u200dorg/team" in body
+    assert "@me" not in body
+    assert "![" not in body
+    assert "```" not in body and "`code`" not in body
+    assert "\\`code\\`" in body
+    assert "more\nnext" not in body
+    assert body.count("<details>") == body.count("</details>") == 1
+
+
+def test_render_cuts_whole_blocks_to_the_limit() -> None:
+    report = synthetic_report(2000, items=5, reason="x" * 200)
+    comment = render_comment(report)
+    assert len(comment) <= MAX_COMMENT_CHARS
+    assert comment.startswith(COMMENT_MARKER)
+    shown = comment.count("<details>")
+    assert 0 < shown < 2000
+    assert comment.count("</details>") == shown
+    assert f"{2000 - shown} more changed symbols left out" in comment
+
+
+def test_render_shows_top_k_and_counts_the_rest() -> None:
+    comment = render_comment(synthetic_report(1, items=8))
+    assert comment.count("— **not updated**") == 5
+    assert "3 more in evidence.json" in comment
+
+
+def test_render_links_when_given_a_base_url() -> None:
+    report = synthetic_report(1)
+    linked = Report(**{**report.__dict__, "link_base": "https://github.com/o/r"})
+    comment = render_comment(linked)
+    assert f"(https://github.com/o/r/blob/{'h' * 40}/pkg/mod.py#L1)" in comment
+
+
+# -- command line ---------------------------------------------------------------------------
+
+
+def test_cli_review_end_to_end(make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo, base, head = pr_repo(make_repo)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, [
+        "review", "--repo", str(repo.path), "--base", base, "--head", head,
+        "--db", str(tmp_path / "db.duckdb"), "--out", str(out), "--no-embeddings",
+        "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["callers_not_updated"] == 1
+    assert summary["evidence"] == str(out / "evidence.json")
+    assert load_evidence(out)["index"]["embedding_model"] == "none"
+
+
+def test_cli_review_unknown_revision_exits_2(make_repo: Callable[..., GitRepo],
+                                             tmp_path: Path) -> None:
+    repo = make_repo(BASE_FILES)
+    result = CliRunner().invoke(cli, [
+        "review", "--repo", str(repo.path), "--base", "nope", "--head", "HEAD",
+        "--db", str(tmp_path / "db.duckdb"), "--out", str(tmp_path / "out"),
+        "--no-embeddings"])
+    assert result.exit_code == 2
+    assert "error" in result.output
