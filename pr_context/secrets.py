@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MIN_SECRET_CHARS", "REDACTED", "redact_secrets"]
+__all__ = ["MIN_SECRET_CHARS", "REDACTED", "contains_secrets", "redact_secrets"]
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 8  # shorter literal values are too weak to be worth hiding
@@ -89,6 +89,11 @@ _PLACEHOLDERS = frozenset(
 # A bare dotted identifier is a variable reference in code (``token = settings.token``);
 # with a digit in it, it is far more likely a literal credential in a config file.
 _IDENTIFIER_CHAIN = re.compile(r"[A-Za-z_][A-Za-z_.]*")
+
+
+def contains_secrets(text: str) -> bool:
+    """Whether ``redact_secrets`` would change ``text``: one scan, for a whole file."""
+    return bool(_TRIGGERS.search(text) and _PATTERN.search(text))
 
 
 def redact_secrets(text: str) -> str:

@@ -15,7 +15,7 @@ from pr_context.parse.code import parse_code
 from pr_context.parse.docs import parse_markdown, parse_rst
 from pr_context.parse.text import parse_text_windows
 from pr_context.roles import chunk_role
-from pr_context.secrets import redact_secrets
+from pr_context.secrets import contains_secrets, redact_secrets
 
 __all__ = ["PARSER_VERSION", "parse_file"]
 
@@ -35,17 +35,17 @@ def parse_file(path: str, text: str, language: str, role: Role) -> ParsedFile:
         parsed = parse_rst(path, text, role)
     else:
         parsed = parse_text_windows(path, text, language, role)
-    chunks = [_finish_chunk(c) for c in parsed.chunks]
+    # Scanning the whole file once spares the per-chunk scans in the common case.
+    redact = contains_secrets(text) or contains_secrets(path)
+    chunks = [_finish_chunk(c, redact) for c in parsed.chunks]
     return replace(parsed, chunks=tuple(_inherit_deprecation(chunks)))
 
 
-def _finish_chunk(chunk: Chunk) -> Chunk:
-    return replace(
-        chunk,
-        text=redact_secrets(chunk.text),
-        context=redact_secrets(chunk.context),
-        role=chunk_role(chunk.role, chunk.text),
-    )
+def _finish_chunk(chunk: Chunk, redact: bool) -> Chunk:
+    if redact:
+        chunk = replace(chunk, text=redact_secrets(chunk.text),
+                        context=redact_secrets(chunk.context))
+    return replace(chunk, role=chunk_role(chunk.role, chunk.text))
 
 
 def _inherit_deprecation(chunks: list[Chunk]) -> list[Chunk]:
