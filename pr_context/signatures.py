@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["parameter_changes"]
+__all__ = ["matching_paren", "parameter_changes"]
 
 _SELF_NAMES = frozenset({"self", "cls", "&self", "&mut self", "mut self", "this"})
 _MODIFIERS = re.compile(r"^(?:(?:public|private|protected|readonly|override|mut)\s+)+")
@@ -93,14 +93,15 @@ def _split_signature(signature: str, name: str, language: str) -> tuple[list[_Pa
     opening = signature.find("(", after_name)
     if opening < 0:
         return [], None
-    closing = _matching_paren(signature, opening)
+    closing = matching_paren(signature, opening)
     parts = [p.strip() for p in _split_top_level(signature[opening + 1:closing], ",")]
     params = _params(parts, language)
     head = signature[:found.start()] if found else ""
     return params, _return_annotation(head, signature[closing + 1:], language)
 
 
-def _matching_paren(text: str, opening: int) -> int:
+def matching_paren(text: str, opening: int) -> int:
+    """Index of the parenthesis closing the one at ``opening`` (len(text) if unclosed)."""
     depth = 0
     for i in range(opening, len(text)):
         depth += {"(": 1, ")": -1}.get(text[i], 0)

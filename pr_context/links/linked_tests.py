@@ -34,7 +34,7 @@ from pr_context.links.evidence import (
     nearness_by_path,
     symbol_vector,
 )
-from pr_context.parse.code_paths import module_path
+from pr_context.parse.code_paths import absolute_module, module_path
 from pr_context.retrieve.corpus import SearchCorpus
 
 __all__ = [
@@ -220,7 +220,7 @@ def _import_findings(change: ChangedSymbol, graph: SymbolGraph,
             continue
         language = index.languages.get(path) or ""
         for imp in imports:
-            target = _absolute(path, imp.module, imp.level, language)
+            target = absolute_module(path, imp.module, imp.level, language)
             full = f"{target}.{imp.name}" if imp.name and imp.name != "*" else target
             if _names_symbol(full, module, change.qualified_name):
                 yield _Finding(path, "graph", IMPORT_STRENGTH,
@@ -237,20 +237,6 @@ def _names_symbol(full: str, module: str, qualified_name: str) -> bool:
     if full in (qualified_name, module):
         return True
     return full.startswith(module + ".") and qualified_name.startswith(full + ".")
-
-
-def _absolute(path: str, module: str, level: int, language: str) -> str:
-    """``from ..x import y`` in pkg/a/b.py is pkg.x; ``'./util'`` in src/a.ts is src.util."""
-    if language == "python" and level > 0:
-        package = module_path(path, "python").split(".")
-        if not path.endswith("__init__.py"):
-            package = package[:-1]
-        package = package[: len(package) - (level - 1)] if level > 1 else package
-        return ".".join([*package, *([module] if module else [])])
-    if module.startswith("."):
-        joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), module))
-        return module_path(joined + ".ts", "typescript")
-    return module.replace("/", ".").replace("::", ".").strip(".")
 
 
 # -- naming, cochange, semantic -------------------------------------------------------------

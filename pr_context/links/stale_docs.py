@@ -34,6 +34,7 @@ from pr_context.links.evidence import (
     word_pattern,
 )
 from pr_context.retrieve.corpus import SearchCorpus
+from pr_context.signatures import matching_paren
 
 if TYPE_CHECKING:
     import numpy as np
@@ -295,20 +296,11 @@ def _shape(signature: str | None, name: str) -> _Shape | None:
     opening = signature.find("(", found.end() if found else 0)
     if opening < 0:
         return None
-    inner = signature[opening + 1:_closing(signature, opening)]
+    inner = signature[opening + 1:matching_paren(signature, opening)]
     parts = [p.strip() for p in _split_args(inner)]
     names = tuple(m.group(1) for p in parts if p not in _SELF and not p.startswith("*")
                   if (m := re.match(r"(?:\.\.\.)?(\w+)", p)))
     return _Shape(names, any(p.startswith("*") or "..." in p for p in parts))
-
-
-def _closing(text: str, opening: int) -> int:
-    depth = 0
-    for i in range(opening, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
-        if depth == 0:
-            return i
-    return len(text)
 
 
 def _split_args(text: str) -> list[str]:
@@ -331,10 +323,10 @@ def _example_findings(change: ChangedSymbol, section: Section,
         return
     added = [p for p in new.names if p not in old.names]
     for call in re.finditer(rf"(?<![\w$]){re.escape(change.symbol)}\s*\(", section.text):
-        args = _split_args(section.text[call.end():_closing(section.text, call.end() - 1)])
+        args = _split_args(section.text[call.end():matching_paren(section.text, call.end() - 1)])
         why = _old_shape_reason(args, old, new, added)
         if why:
-            shown = section.text[call.start():_closing(section.text, call.end() - 1) + 1]
+            shown = section.text[call.start():matching_paren(section.text, call.end() - 1) + 1]
             yield _finding(section, "example", OLD_EXAMPLE_WEIGHT,
                            f"{_where(section)} still calls {' '.join(shown.split())} {why}")
             return

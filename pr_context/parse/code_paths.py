@@ -19,9 +19,10 @@ An empty module path means names are qualified by their enclosing definitions on
 
 from __future__ import annotations
 
+import posixpath
 from pathlib import PurePosixPath
 
-__all__ = ["module_path"]
+__all__ = ["absolute_module", "module_path"]
 
 _PYTHON_ROOTS = frozenset({"src", "lib"})
 _RUST_DIRECTORY_FILES = frozenset({"lib", "main", "mod"})
@@ -70,3 +71,21 @@ def _rust_module(pure: PurePosixPath) -> str:
     if parts and parts[-1] in _RUST_DIRECTORY_FILES:
         parts.pop()
     return ".".join(parts)
+
+
+def absolute_module(path: str, module: str, level: int, language: str) -> str:
+    """The dotted module an import in ``path`` names, relative forms resolved.
+
+    ``from ..x import y`` in pkg/a/b.py is ``pkg.x``; ``'./util'`` in src/a.ts is
+    ``src.util``; Rust ``a::b`` is ``a.b``.
+    """
+    if language == "python" and level > 0:
+        package = module_path(path, "python").split(".")
+        if not path.endswith("__init__.py"):
+            package = package[:-1]
+        package = package[: len(package) - (level - 1)] if level > 1 else package
+        return ".".join([*package, *([module] if module else [])])
+    if module.startswith("."):
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), module))
+        return module_path(joined + ".ts", "typescript")
+    return module.replace("/", ".").replace("::", ".").strip(".")

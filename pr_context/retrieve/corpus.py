@@ -7,7 +7,6 @@ so a caller that only needs the graph never pays for it.
 
 from __future__ import annotations
 
-import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pr_context.index.store import IndexStore, Manifest
-from pr_context.parse.code_paths import module_path
+from pr_context.parse.code_paths import absolute_module, module_path
 from pr_context.retrieve.tokens import tokenize
 
 if TYPE_CHECKING:
@@ -182,25 +181,11 @@ def _load_imports(store: IndexStore) -> dict[str, set[str]]:
     rows = store.query("SELECT i.path, i.module, i.name, i.level, f.language FROM imports i "
                        "JOIN files f USING (path)")
     for path, module, name, level, language in rows:
-        target = _absolute_module(path, module, level, language)
+        target = absolute_module(path, module, level, language)
         imports[path].add(target)
         if name and name not in ("*", "default"):
             imports[path].add(f"{target}.{name}".strip("."))
     return dict(imports)
-
-
-def _absolute_module(path: str, module: str, level: int, language: str) -> str:
-    """``from ..x import y`` in pkg/a/b.py is pkg.x; ``'./util'`` in src/a.ts is src.util."""
-    if language == "python" and level > 0:
-        package = module_path(path, "python").split(".")
-        if not path.endswith("__init__.py"):
-            package = package[:-1]
-        package = package[: len(package) - (level - 1)] if level > 1 else package
-        return ".".join([*package, *([module] if module else [])])
-    if module.startswith("."):
-        joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), module))
-        return module_path(joined + ".ts", "typescript")
-    return module.replace("/", ".").replace("::", ".").strip(".")
 
 
 def _load_usages(store: IndexStore) -> dict[str, list[int]]:
