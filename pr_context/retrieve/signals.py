@@ -281,7 +281,3 @@ def _resolve_module(module_to_path: dict[str, str], module: str) -> str | None:
             return module_to_path[candidate]
     suffix_matches = sorted(p for m, p in module_to_path.items() if m.endswith("." + module))
     return suffix_matches[0] if suffix_matches else None
-
-
-def query_words(query: str) -> Sequence[str]:
-    return tokenize(query, drop_stopwords=True)
