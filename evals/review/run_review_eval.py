@@ -1,0 +1,593 @@
+"""Evaluate ``pr-context review`` on real changes of public projects, tests and docs withheld.
+
+For each case of ``cases.jsonl`` (mined by ``mine_cases.py``): a scratch clone gets a new
+commit on top of the case's base holding only the real change's source files (tests and
+docs stay at base); ``pr-context review --no-embeddings`` runs on base..withheld; the
+evidence is scored against the test and doc files the real change touched, beside two
+baselines computed in the same run (naming convention for tests, grep for docs and
+callers), and Python callers are compared with jedi's ``get_references`` at the withheld
+head. Writes ``OUT/results.json`` and the Markdown report (``--doc``). Usage:
+
+    python evals/review/run_review_eval.py --source pytest-dev/pluggy=/path/to/clone \\
+        [--source ...] --doc docs/review-evaluation.md
+
+A repository without ``--source`` is cloned from https://github.com/OWNER/NAME.
+The pure metric functions come first; ``tests/test_review_eval.py`` checks them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+__all__ = [
+    "Ranked",
+    "doc_paths_per_symbol",
+    "grep_doc_ranking",
+    "mean",
+    "naming_tests",
+    "precision_recall",
+    "recall_at_k",
+    "top_docs_union",
+    "union_by_best_rank",
+]
+
+TEST_K = 5  # linked tests: recall@5 of the test files the real change touched
+DOC_K = 3  # stale docs: top 3 doc paths per changed symbol
+TARGETS = {"tests_recall_at_5": 0.85, "docs_recall_at_3": 0.70, "docs_per_symbol_max": 3.0,
+           "callers_recall": 0.95, "callers_precision": 0.90}
+JEDI_SYMBOLS_PER_CASE = 4  # changed functions sampled per case for the callers check
+# Withheld heads are committed with a fixed identity and date so their SHAs are stable.
+_COMMIT_ENV = {"GIT_AUTHOR_NAME": "pr-context-evals", "GIT_AUTHOR_EMAIL": "evals@invalid",
+               "GIT_COMMITTER_NAME": "pr-context-evals",
+               "GIT_COMMITTER_EMAIL": "evals@invalid",
+               "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+               "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000"}
+_DOC_SUFFIXES = (".rst", ".md", ".txt")
+_CHANGELOG = re.compile(r"^(changes|changelog|history|news)\b", re.IGNORECASE)
+_IMPORT_LINE = re.compile(r"^\s*(from\s+\S+\s+)?import\s")
+
+
+# -- metrics (pure) -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A path with its sort key: lower is better; equal keys are ties."""
+
+    path: str
+    key: tuple[float, ...]
+
+
+def recall_at_k(ranked: Sequence[Ranked], relevant: Iterable[str], k: int) -> float | None:
+    """Expected fraction of ``relevant`` within the first ``k``, ties broken at random.
+
+    A tie group straddling position ``k`` contributes, for each relevant member, the
+    share of the group's places that fall within ``k``. None when nothing is relevant.
+    """
+    wanted = set(relevant)
+    if not wanted:
+        return None
+    ordered = sorted(ranked, key=lambda r: r.key)
+    found, position = 0.0, 0
+    for _, group in _tie_groups(ordered):
+        places = max(0, min(k - position, len(group)))
+        found += places / len(group) * sum(1 for r in group if r.path in wanted)
+        position += len(group)
+    return found / len(wanted)
+
+
+def _tie_groups(ordered: Sequence[Ranked]) -> Iterator[tuple[tuple[float, ...], list[Ranked]]]:
+    group: list[Ranked] = []
+    for item in ordered:
+        if group and item.key != group[0].key:
+            yield group[0].key, group
+            group = []
+        group.append(item)
+    if group:
+        yield group[0].key, group
+
+
+def union_by_best_rank(per_symbol: Iterable[Sequence[Mapping[str, Any]]]) -> list[Ranked]:
+    """Evidence of every symbol merged by path: its best rank, then its best score."""
+    best: dict[str, tuple[float, float]] = {}
+    for items in per_symbol:
+        for item in items:
+            key = (float(item["rank"]), -float(item["score"]))
+            best[item["path"]] = min(best.get(item["path"], key), key)
+    return [Ranked(p, k) for p, k in best.items()]
+
+
+def doc_paths_per_symbol(items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Distinct doc paths of one symbol's evidence, in rank order."""
+    return list(dict.fromkeys(i["path"] for i in sorted(items, key=lambda i: i["rank"])))
+
+
+def top_docs_union(per_symbol: Iterable[Sequence[str]], k: int) -> set[str]:
+    """The union over symbols of each symbol's first ``k`` doc paths."""
+    return {p for paths in per_symbol for p in paths[:k]}
+
+
+def set_recall(found: set[str], relevant: Iterable[str]) -> float | None:
+    wanted = set(relevant)
+    return len(found & wanted) / len(wanted) if wanted else None
+
+
+def precision_recall(predicted: set[Any], truth: set[Any]) -> tuple[float | None, float | None]:
+    """(precision, recall); None where the denominator is empty."""
+    hit = len(predicted & truth)
+    return (hit / len(predicted) if predicted else None,
+            hit / len(truth) if truth else None)
+
+
+def mean(values: Iterable[float | None]) -> tuple[float | None, int]:
+    """Mean of the values that are not None, and how many there were."""
+    kept = [v for v in values if v is not None]
+    return (sum(kept) / len(kept) if kept else None), len(kept)
+
+
+def module_stem(path: str) -> str:
+    """``src/pkg/_hooks.py`` -> ``hooks``; a package ``__init__`` -> the package name."""
+    pure = PurePosixPath(path)
+    stem = pure.parent.name if pure.stem == "__init__" else pure.stem
+    return stem.lstrip("_")
+
+
+def naming_tests(source_files: Iterable[str], files: Iterable[str]) -> list[Ranked]:
+    """Naming-convention baseline: test_<module>.py or <module>_test.py under tests/ or
+    testing/, all tied (the convention gives no order)."""
+    stems = {module_stem(s) for s in source_files}
+    names = {f"test_{s}.py" for s in stems} | {f"{s}_test.py" for s in stems}
+    return [Ranked(f, (0.0,)) for f in files
+            if PurePosixPath(f).parts[0] in {"tests", "testing"}
+            and PurePosixPath(f).name in names]
+
+
+def is_doc(path: str) -> bool:
+    """A documentation page the labels can name (changelogs are never labels)."""
+    pure = PurePosixPath(path)
+    return (pure.suffix.lower() in _DOC_SUFFIXES and not _CHANGELOG.match(pure.name)
+            and "changelog" not in {p.lower() for p in pure.parts[:-1]}
+            and (pure.parts[0] in {"docs", "doc"} or pure.name.upper().startswith("README")))
+
+
+def grep_doc_ranking(name: str, doc_texts: Mapping[str, str]) -> list[Ranked]:
+    """Grep baseline: doc files mentioning ``name`` as a word, most mentions first."""
+    pattern = re.compile(rf"\b{re.escape(name)}\b")
+    counts = {p: len(pattern.findall(t)) for p, t in doc_texts.items()}
+    return [Ranked(p, (-float(c),)) for p, c in counts.items() if c]
+
+
+def top_k_paths(ranked: Sequence[Ranked], k: int) -> list[str]:
+    """The first ``k`` paths, ties kept in path order (a deterministic baseline list)."""
+    return [r.path for r in sorted(ranked, key=lambda r: (r.key, r.path))[:k]]
+
+
+def search_name(qualified_name: str) -> str:
+    """The name a grep looks for: the last component, or the class for ``__init__``."""
+    parts = qualified_name.split(".")
+    return parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
+
+
+# -- git and the withheld head --------------------------------------------------------------
+
+
+def _git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
+    return subprocess.run(["git", "--git-dir", str(repo), *args], check=True,
+                          capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}).stdout
+
+
+def scratch_clone(repo: str, source: str | None, cache: Path) -> Path:
+    """A bare clone of ``repo`` under ``cache`` (made once, from ``source`` or GitHub)."""
+    target = cache / "repos" / (repo.replace("/", "+") + ".git")
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        url = source or f"https://github.com/{repo}.git"
+        subprocess.run(["git", "clone", "--bare", "--quiet", url, str(target)], check=True)
+    return target
+
+
+def withheld_head(clone: Path, case: Mapping[str, Any]) -> str:
+    """Commit base + the real head's source files only; tests and docs stay at base."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**_COMMIT_ENV, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _git(clone, "read-tree", case["base"], env=env)
+        for path in case["source_files"]:
+            entry = _git(clone, "ls-tree", case["head"], "--", path).split()
+            if entry:
+                _git(clone, "update-index", "--add", "--cacheinfo",
+                     f"{entry[0]},{entry[2]},{path}", env=env)
+            else:
+                _git(clone, "update-index", "--force-remove", path, env=env)
+        tree = _git(clone, "write-tree", env=env).strip()
+        return _git(clone, "commit-tree", tree, "-p", case["base"], "-m",
+                    f"withheld head of {case['head']}", env=env).strip()
+
+
+def run_review(clone: Path, base: str, head: str, db: Path, out: Path) -> dict[str, Any]:
+    """``pr-context review`` through its CLI; returns evidence.json."""
+    subprocess.run(["pr-context", "review", "--repo", str(clone), "--base", base,
+                    "--head", head, "--db", str(db), "--out", str(out),
+                    "--no-embeddings", "--json", "--quiet"],
+                   check=True, capture_output=True, text=True)
+    evidence: dict[str, Any] = json.loads((out / "evidence.json").read_text(encoding="utf-8"))
+    return evidence
+
+
+def tree_files(clone: Path, rev: str) -> list[str]:
+    return _git(clone, "ls-tree", "-r", "--name-only", rev).splitlines()
+
+
+def read_blobs(clone: Path, rev: str, paths: Iterable[str]) -> dict[str, str]:
+    return {p: _git(clone, "show", f"{rev}:{p}") for p in paths}
+
+
+def export_tree(clone: Path, rev: str, target: Path) -> None:
+    """Write ``rev``'s files into ``target`` for jedi (which reads a directory)."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    archive = subprocess.run(["git", "--git-dir", str(clone), "archive", rev],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+
+
+# -- callers against jedi -------------------------------------------------------------------
+
+
+@dataclass
+class CallerCheck:
+    """One changed function's call sites: jedi's, pr-context's by signal, grep's."""
+
+    case: str
+    symbol: str
+    jedi: set[tuple[str, int]]
+    graph: set[tuple[str, int]]
+    lexical: set[tuple[str, int]]
+    grep: set[tuple[str, int]]
+
+
+def _def_position(lines: Sequence[str], start: int, end: int, name: str) -> tuple[int, int] | None:
+    pattern = re.compile(rf"^\s*(async\s+)?def\s+({re.escape(name)})\b")
+    for number in range(start, min(end, len(lines)) + 1):
+        match = pattern.match(lines[number - 1])
+        if match:
+            return number, match.start(2)
+    return None
+
+
+def jedi_project(tree: Path) -> Any:
+    """A jedi project that resolves the package from the tree, never from site-packages.
+
+    The evaluating virtualenv may hold another release of the same package (pytest
+    brings pluggy and packaging): jedi would resolve the tests' imports there and find no
+    reference to the tree's definition. So the search path is the tree's ``src/``, the
+    tree, and the standard library only.
+    """
+    import jedi
+
+    paths = sysconfig.get_paths()
+    stdlib = [paths["stdlib"], str(Path(paths["platstdlib"]) / "lib-dynload")]
+    root = tree.resolve()
+    return jedi.Project(str(root), sys_path=[str(root / "src"), str(root), *stdlib],
+                        smart_sys_path=False)
+
+
+def jedi_references(tree: Path, path: str, line: int, column: int) -> set[tuple[str, int]]:
+    """(path, line) of every reference jedi finds in the project, minus definitions and
+    import statements (an import names a function; it does not call it)."""
+    import jedi  # the callers check is optional: only it needs jedi
+
+    script = jedi.Script(path=str(tree / path), project=jedi_project(tree))
+    found = set()
+    for ref in script.get_references(line, column, include_builtins=False):
+        if ref.is_definition() or ref.module_path is None:
+            continue
+        rel = Path(ref.module_path).resolve().relative_to(tree.resolve()).as_posix()
+        text = (tree / rel).read_text(encoding="utf-8").splitlines()[ref.line - 1]
+        if not _IMPORT_LINE.match(text):
+            found.add((rel, ref.line))
+    return found
+
+
+def grep_callers(texts: Mapping[str, str], name: str,
+                 definition: tuple[str, int]) -> set[tuple[str, int]]:
+    """Grep baseline: lines of Python files naming ``name`` as a word, but not imports and
+    not the definition's own line."""
+    pattern = re.compile(rf"\b{re.escape(name)}\b")
+    return {(p, n) for p, t in texts.items() for n, line in enumerate(t.splitlines(), 1)
+            if pattern.search(line) and not _IMPORT_LINE.match(line)
+            and (p, n) != definition}
+
+
+def check_callers(case_id: str, evidence: Mapping[str, Any], tree: Path,
+                  py_texts: Mapping[str, str]) -> list[CallerCheck]:
+    """Compare the callers of up to JEDI_SYMBOLS_PER_CASE changed functions with jedi."""
+    checks = []
+    for sym in _sampled_functions(evidence):
+        lines = py_texts[sym["path"]].splitlines()
+        name = sym["qualified_name"].split(".")[-1]
+        position = _def_position(lines, sym["start_line"], sym["end_line"], name)
+        if position is None:
+            continue
+        by_how: dict[str, set[tuple[str, int]]] = {"graph": set(), "lexical": set()}
+        for item in sym["callers"]:
+            for how in item["signals"]:
+                by_how.setdefault(how, set()).add((item["path"], item["line"]))
+        checks.append(CallerCheck(
+            case_id, sym["qualified_name"],
+            jedi_references(tree, sym["path"], *position), by_how["graph"],
+            by_how["lexical"], grep_callers(py_texts, name, (sym["path"], position[0]))))
+    return checks
+
+
+def _sampled_functions(evidence: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Changed functions and methods still present at head, dunders left out (jedi does
+    not resolve ``Class(...)`` or operators to them), first ones in file order."""
+    return [s for s in evidence["changed_symbols"]
+            if s["kind"] in {"function", "method"} and s["change"] != "removed"
+            and s["path"].endswith(".py") and s.get("analysed", True)
+            and not s["qualified_name"].split(".")[-1].startswith("__")
+            ][:JEDI_SYMBOLS_PER_CASE]
+
+
+# -- one case -------------------------------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    id: str
+    repo: str
+    symbols: int
+    tests: dict[str, float | None] = field(default_factory=dict)
+    docs: dict[str, float | None] = field(default_factory=dict)
+    docs_listed: list[int] = field(default_factory=list)  # doc paths per changed symbol
+    baseline_docs_listed: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
+
+
+def evaluate_case(case: Mapping[str, Any], clone: Path, cache: Path, out: Path,
+                  with_jedi: bool) -> tuple[CaseResult, list[CallerCheck]]:
+    started = time.perf_counter()
+    head = withheld_head(clone, case)
+    db = cache / "db" / (case["repo"].replace("/", "+") + ".duckdb")
+    db.parent.mkdir(parents=True, exist_ok=True)
+    evidence = run_review(clone, case["base"], head, db, out / case["id"])
+    symbols = evidence["changed_symbols"]
+    result = CaseResult(case["id"], case["repo"], len(symbols))
+    files = tree_files(clone, head)
+    _score_tests(result, case, symbols, files)
+    _score_docs(result, case, symbols, read_blobs(clone, head, filter(is_doc, files)))
+    checks: list[CallerCheck] = []
+    if with_jedi and _sampled_functions(evidence):
+        tree = cache / "trees" / case["id"]
+        export_tree(clone, head, tree)
+        py = [f for f in files if f.endswith(".py")]
+        checks = check_callers(case["id"], evidence, tree, read_blobs(clone, head, py))
+        shutil.rmtree(tree, ignore_errors=True)
+    result.seconds = time.perf_counter() - started
+    return result, checks
+
+
+def _score_tests(result: CaseResult, case: Mapping[str, Any],
+                 symbols: Sequence[Mapping[str, Any]], files: Sequence[str]) -> None:
+    ranked = union_by_best_rank(s["tests"] for s in symbols)
+    result.tests = {
+        "pr-context": recall_at_k(ranked, case["tests_touched"], TEST_K),
+        "naming": recall_at_k(naming_tests(case["source_files"], files),
+                              case["tests_touched"], TEST_K)}
+
+
+def _score_docs(result: CaseResult, case: Mapping[str, Any],
+                symbols: Sequence[Mapping[str, Any]], doc_texts: Mapping[str, str]) -> None:
+    listed = [doc_paths_per_symbol(s["docs"]) for s in symbols]
+    grepped = [top_k_paths(grep_doc_ranking(search_name(s["qualified_name"]), doc_texts),
+                           DOC_K) for s in symbols]
+    result.docs_listed = [len(p) for p in listed]
+    result.baseline_docs_listed = [len(p) for p in grepped]
+    result.docs = {
+        "pr-context": set_recall(top_docs_union(listed, DOC_K), case["docs_touched"]),
+        "grep": set_recall(top_docs_union(grepped, DOC_K), case["docs_touched"])}
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, n: int | None = None) -> str:
+    text = "n/a" if value is None else f"{value:.2f}"
+    return text if n is None else f"{text} (n={n})"
+
+
+def _slices(results: Sequence[CaseResult]) -> list[tuple[str, list[CaseResult]]]:
+    repos = sorted({r.repo for r in results})
+    return [(repo, [r for r in results if r.repo == repo]) for repo in repos] + [
+        ("**all**", list(results))]
+
+
+def _metric_rows(results: Sequence[CaseResult]) -> Iterator[str]:
+    yield ("| repository | cases | symbols | tests R@5 pr-context | tests R@5 naming "
+           "| docs R@3 pr-context | docs R@3 grep | docs/symbol pr-context "
+           "| docs/symbol grep |")
+    yield "|---|---|---|---|---|---|---|---|---|"
+    for name, rows in _slices(results):
+        ok = [r for r in rows if r.error is None]
+        cells = [name, str(len(ok)), str(sum(r.symbols for r in ok))]
+        cells += [_fmt(*mean(r.tests[m] for r in ok)) for m in ("pr-context", "naming")]
+        cells += [_fmt(*mean(r.docs[m] for r in ok)) for m in ("pr-context", "grep")]
+        cells += [_fmt(*mean(float(n) for r in ok for n in r.docs_listed)),
+                  _fmt(*mean(float(n) for r in ok for n in r.baseline_docs_listed))]
+        yield "| " + " | ".join(cells) + " |"
+
+
+def caller_figures(checks: Sequence[CallerCheck]) -> dict[str, tuple[float | None, float | None]]:
+    """Pooled (micro) precision and recall against jedi, per method of finding callers."""
+    truth = {(c.case, c.symbol, *site) for c in checks for site in c.jedi}
+    figures = {}
+    for how in ("graph", "lexical", "graph+lexical", "grep"):
+        predicted = {(c.case, c.symbol, *site) for c in checks
+                     for site in _sites(c, how)}
+        figures[how] = precision_recall(predicted, truth)
+    return figures
+
+
+def _sites(check: CallerCheck, how: str) -> set[tuple[str, int]]:
+    if how == "graph+lexical":
+        return check.graph | check.lexical
+    return dict(graph=check.graph, lexical=check.lexical, grep=check.grep)[how]
+
+
+def render_report(results: Sequence[CaseResult], checks: Sequence[CallerCheck] | None,
+                  command: str) -> str:
+    ok = [r for r in results if r.error is None]
+    tests, n_tests = mean(r.tests["pr-context"] for r in ok)
+    docs, n_docs = mean(r.docs["pr-context"] for r in ok)
+    per_symbol, _ = mean(float(n) for r in ok for n in r.docs_listed)
+    lines = [_HEADER.format(command=command, cases=len(results)), *_metric_rows(results), ""]
+    lines += ["## Callers against jedi", ""]
+    if checks is None:
+        lines += ["Not measured in this run (`--no-jedi`).", ""]
+        callers: dict[str, tuple[float | None, float | None]] = {}
+    else:
+        callers = caller_figures(checks)
+        sites = sum(len(c.jedi) for c in checks)
+        lines += [f"{len(checks)} changed functions and methods sampled "
+                  f"(at most {JEDI_SYMBOLS_PER_CASE} per case, dunders left out) "
+                  f"from {len({c.case for c in checks})} cases; jedi found {sites} "
+                  "reference sites (definitions and import lines excluded). "
+                  "Sites are compared as (path, line), pooled over all symbols.", "",
+                  "| callers from | precision | recall |", "|---|---|---|"]
+        lines += [f"| {how} | {_fmt(p)} | {_fmt(r)} |" for how, (p, r) in callers.items()]
+        lines.append("")
+    lines += _target_lines(tests, n_tests, docs, n_docs, per_symbol, callers)
+    failed = [r for r in results if r.error]
+    if failed:
+        lines += ["", "## Cases that failed to run", ""]
+        lines += [f"- `{r.id}`: {r.error}" for r in failed]
+    lines += ["", "## Per case", "", "| case | symbols | tests R@5 (naming) "
+              "| docs R@3 (grep) | seconds |", "|---|---|---|---|---|"]
+    lines += [f"| `{r.id}` | {r.symbols} | {_fmt(r.tests.get('pr-context'))} "
+              f"({_fmt(r.tests.get('naming'))}) | {_fmt(r.docs.get('pr-context'))} "
+              f"({_fmt(r.docs.get('grep'))}) | {r.seconds:.1f} |" for r in results]
+    return "\n".join(lines) + "\n"
+
+
+def _target_lines(tests: float | None, n_tests: int, docs: float | None, n_docs: int,
+                  per_symbol: float | None,
+                  callers: Mapping[str, tuple[float | None, float | None]]) -> list[str]:
+    verdict = _verdict
+    return [
+        "## Targets", "", "| target | measured | verdict |", "|---|---|---|",
+        f"| linked tests recall@5 ≥ 0.85 | {_fmt(tests, n_tests)} "
+        f"| {verdict(tests, TARGETS['tests_recall_at_5'])} |",
+        f"| stale docs recall@3 ≥ 0.70 | {_fmt(docs, n_docs)} "
+        f"| {verdict(docs, TARGETS['docs_recall_at_3'])} |",
+        f"| ≤ 3 docs listed per changed symbol on average | {_fmt(per_symbol)} "
+        f"| {verdict(per_symbol, TARGETS['docs_per_symbol_max'], at_least=False)} |",
+    ] + [row for how in ("graph", "graph+lexical") for row in _caller_target_rows(
+        how, *callers.get(how, (None, None)), verdict)]
+
+
+def _verdict(value: float | None, target: float, at_least: bool = True) -> str:
+    if value is None:
+        return "not measured"
+    return "met" if (value >= target if at_least else value <= target) else "**not met**"
+
+
+def _caller_target_rows(how: str, precision: float | None, recall: float | None,
+                        verdict: Any) -> list[str]:
+    return [f"| callers ({how}) vs jedi recall ≥ 0.95 | {_fmt(recall)} "
+            f"| {verdict(recall, TARGETS['callers_recall'])} |",
+            f"| callers ({how}) vs jedi precision ≥ 0.90 | {_fmt(precision)} "
+            f"| {verdict(precision, TARGETS['callers_precision'])} |"]
+
+
+_HEADER = """\
+# Evaluation of `pr-context review` on real history
+
+Written by `evals/review/run_review_eval.py`; do not edit by hand. Method and caveats:
+[evals/review/README.md](../evals/review/README.md).
+
+{cases} real merged changes of public projects (labels in `evals/review/cases.jsonl`:
+SHAs and paths only). For each, a commit on top of the real parent holds only the
+change's Python source files under `src/`; its test and doc changes are withheld.
+`pr-context review --no-embeddings` (lexical and graph evidence only, no model) runs on
+parent..withheld head, and its evidence.json is scored against the test and doc files
+the real change edited that already existed at the parent (added files cannot be
+listed; changelogs are not labels). Baselines run in the same pass on the same trees.
+
+Reproduce (clones are made under `evals/.cache/review/`):
+
+```sh
+{command}
+```
+
+## Linked tests and stale docs
+
+Means over cases; `n` is the number of cases with something to find (a touched test
+file, a touched doc file). Docs per symbol: distinct doc files pr-context lists per
+changed symbol (all of them, not only the first 3), and the grep baseline's (top 3).
+"""
+
+
+def _load_cases(path: Path, only: Sequence[str]) -> list[dict[str, Any]]:
+    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    return [c for c in cases if not only or c["id"] in only]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=Path, default=Path("evals/review/cases.jsonl"))
+    parser.add_argument("--source", action="append", default=[],
+                        help="OWNER/NAME=PATH_OR_URL to clone a repository from")
+    parser.add_argument("--cache", type=Path, default=Path("evals/.cache/review"))
+    parser.add_argument("--out", type=Path, default=Path("evals/out/review"))
+    parser.add_argument("--doc", type=Path, default=None)
+    parser.add_argument("--case", action="append", default=[], help="only this case id")
+    parser.add_argument("--no-jedi", action="store_true", help="skip the callers check")
+    args = parser.parse_args(argv)
+    sources = dict(s.split("=", 1) for s in args.source)
+    results, checks = [], []
+    for case in _load_cases(args.cases, args.case):
+        clone = scratch_clone(case["repo"], sources.get(case["repo"]), args.cache)
+        try:
+            result, found = evaluate_case(case, clone, args.cache, args.out,
+                                          not args.no_jedi)
+        except subprocess.CalledProcessError as exc:
+            result, found = CaseResult(case["id"], case["repo"], 0,
+                                       error=(exc.stderr or "").strip()[-300:]), []
+        results.append(result)
+        checks += found
+        print(f"{result.id}: tests {result.tests} docs {result.docs} "
+              f"callers {len(found)} {result.seconds:.1f}s", file=sys.stderr)
+    # --source only says where to clone from; the figures do not depend on it
+    command = "python evals/review/run_review_eval.py " + " ".join(
+        ["--no-jedi"] * args.no_jedi + ["--doc docs/review-evaluation.md"])
+    report = render_report(results, None if args.no_jedi else checks, command)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(
+        {"cases": [vars(r) for r in results],
+         "callers": [{**vars(c), **{k: sorted(getattr(c, k)) for k in
+                                    ("jedi", "graph", "lexical", "grep")}}
+                     for c in checks]}, indent=1, default=list) + "\n", encoding="utf-8")
+    if args.doc:
+        args.doc.write_text(report, encoding="utf-8")
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""The metric functions of evals/review/run_review_eval.py on hand-computed examples."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).parents[1] / "evals" / "review" / "run_review_eval.py"
+_SPEC = importlib.util.spec_from_file_location("run_review_eval", _PATH)
+assert _SPEC and _SPEC.loader
+ev = importlib.util.module_from_spec(_SPEC)
+sys.modules["run_review_eval"] = ev  # dataclasses look their module up by name
+_SPEC.loader.exec_module(ev)
+
+
+def ranked(*pairs: tuple[str, float]) -> list[ev.Ranked]:
+    return [ev.Ranked(path, (key,)) for path, key in pairs]
+
+
+@pytest.mark.parametrize(("items", "relevant", "k", "expected"), [
+    # strict order: a and c within 2, b at 3 is not
+    ([("a", 1), ("b", 3), ("c", 2)], {"a", "b"}, 2, 0.5),
+    ([("a", 1), ("b", 3), ("c", 2)], {"a", "b"}, 3, 1.0),
+    # four tied for places 1-4, k=2: each relevant one is in with probability 2/4
+    ([("a", 1), ("b", 1), ("c", 1), ("d", 1)], {"a", "b"}, 2, 0.5),
+    # x first; then a tie of three for places 2-4, k=3 leaves 2 of 3 places
+    ([("x", 0), ("a", 1), ("b", 1), ("c", 1)], {"a"}, 3, 2 / 3),
+    # a relevant file never listed counts as missed
+    ([("a", 1)], {"a", "z"}, 5, 0.5),
+    ([], {"a"}, 5, 0.0),
+])
+def test_recall_at_k(items, relevant, k, expected):
+    assert ev.recall_at_k(ranked(*items), relevant, k) == pytest.approx(expected)
+
+
+def test_recall_at_k_without_relevant_files_is_undefined():
+    assert ev.recall_at_k(ranked(("a", 1)), set(), 5) is None
+
+
+def test_union_by_best_rank_keeps_each_paths_best_rank_then_score():
+    first = [{"path": "t/a.py", "rank": 1, "score": 0.9}, {"path": "t/b.py", "rank": 2,
+                                                          "score": 0.5}]
+    second = [{"path": "t/b.py", "rank": 1, "score": 0.7}, {"path": "t/c.py", "rank": 2,
+                                                          "score": 0.6}]
+    union = {r.path: r.key for r in ev.union_by_best_rank([first, second])}
+    assert union == {"t/a.py": (1.0, -0.9), "t/b.py": (1.0, -0.7), "t/c.py": (2.0, -0.6)}
+    # a ranks above b (higher score at the same rank); k=1 keeps only a
+    assert ev.recall_at_k(ev.union_by_best_rank([first, second]), {"t/b.py"}, 1) == 0.0
+
+
+def test_docs_top_k_per_symbol_then_union():
+    items = [{"path": "docs/b.rst", "rank": 2}, {"path": "docs/a.rst", "rank": 1},
+             {"path": "docs/a.rst", "rank": 3}, {"path": "docs/c.rst", "rank": 4},
+             {"path": "docs/d.rst", "rank": 5}]
+    paths = ev.doc_paths_per_symbol(items)
+    assert paths == ["docs/a.rst", "docs/b.rst", "docs/c.rst", "docs/d.rst"]
+    union = ev.top_docs_union([paths, ["docs/d.rst"]], 3)
+    assert union == {"docs/a.rst", "docs/b.rst", "docs/c.rst", "docs/d.rst"}
+    assert ev.set_recall(union, {"docs/d.rst", "docs/x.rst"}) == 0.5
+    assert ev.set_recall(union, set()) is None
+
+
+def test_mean_skips_undefined_values_and_counts_the_rest():
+    assert ev.mean([1.0, None, 0.0, 0.5]) == (0.5, 3)
+    assert ev.mean([None]) == (None, 0)
+
+
+def test_precision_recall():
+    predicted, truth = {("a", 1), ("a", 2), ("b", 9)}, {("a", 1), ("c", 3)}
+    assert ev.precision_recall(predicted, truth) == (pytest.approx(1 / 3), 0.5)
+    assert ev.precision_recall(set(), truth) == (None, 0.0)
+
+
+def test_naming_baseline_matches_test_modules_under_test_directories():
+    files = ["tests/test_hooks.py", "testing/hooks_test.py", "src/test_hooks.py",
+             "tests/sub/test_utils.py", "tests/test_other.py", "tests/test_pkg.py"]
+    found = ev.naming_tests(["src/pkg/_hooks.py", "src/pkg/utils.py",
+                             "src/pkg/__init__.py"], files)
+    assert {r.path for r in found} == {"tests/test_hooks.py", "testing/hooks_test.py",
+                                       "tests/sub/test_utils.py", "tests/test_pkg.py"}
+    assert len({r.key for r in found}) == 1  # all tied
+
+
+def test_grep_doc_ranking_counts_word_mentions():
+    texts = {"docs/a.rst": "MultiDict and MultiDict", "docs/b.rst": "OrderedMultiDict",
+             "docs/c.rst": "a MultiDict"}
+    order = ev.top_k_paths(ev.grep_doc_ranking("MultiDict", texts), 3)
+    assert order == ["docs/a.rst", "docs/c.rst"]
+
+
+@pytest.mark.parametrize(("qualified", "name"), [
+    ("pkg.mod.Class.method", "method"), ("pkg.mod.Class.__init__", "Class"),
+    ("func", "func")])
+def test_search_name(qualified, name):
+    assert ev.search_name(qualified) == name
+
+
+@pytest.mark.parametrize(("path", "doc"), [
+    ("docs/api.rst", True), ("README.md", True), ("docs/changelog.rst", False),
+    ("CHANGES.rst", False), ("changelog/123.bugfix.rst", False), ("docs/conf.py", False),
+    ("src/pkg/notes.md", False)])
+def test_is_doc(path, doc):
+    assert ev.is_doc(path) is doc
+
+
+def test_caller_figures_pool_sites_over_symbols():
+    checks = [ev.CallerCheck("c1", "f", jedi={("a.py", 1), ("a.py", 2)}, graph={("a.py", 1)},
+                             lexical={("a.py", 2), ("b.py", 5)}, grep=set()),
+              ev.CallerCheck("c1", "g", jedi={("a.py", 1)}, graph=set(), lexical=set(),
+                             grep={("a.py", 1)})]
+    figures = ev.caller_figures(checks)
+    assert figures["graph"] == (1.0, pytest.approx(1 / 3))
+    assert figures["lexical"] == (0.5, pytest.approx(1 / 3))
+    assert figures["graph+lexical"] == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert figures["grep"] == (1.0, pytest.approx(1 / 3))
