@@ -22,6 +22,7 @@ from pr_context.links import (
 )
 from pr_context.links import test_selection as select_tests
 from pr_context.links.linked_tests import naming_strength
+from pr_context.links.stale_docs import CLASS_MENTION_WEIGHT
 from pr_context.models import Sha
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from tests.conftest import GitRepo
@@ -406,3 +407,85 @@ def test_at_most_limit_docs_per_symbol(docs_case: Analysis, limit: int) -> None:
 def test_default_limit_is_three(docs_case: Analysis) -> None:
     change = docs_case.changes["shop.session.create_session"]
     assert len(stale_docs(change, docs_case.head, docs_case.touched)) == 3
+
+
+# -- stale docs: owners, re-exports, module pages, history --------------------------------
+
+OWNER_FILES = {
+    "pkg/__init__.py": "from pkg._impl import Widget\n",
+    "pkg/_impl.py": (
+        "class Widget:\n"
+        "    def resize(self, size):\n"
+        "        return size\n"
+        "\n"
+        "    def _hidden(self):\n"
+        "        return 1\n"
+    ),
+    "pkg/shapes.py": "def area(side):\n    return side * side\n",
+    "docs/api.rst": (
+        "API\n===\n\n"
+        ".. autoclass:: pkg.Widget\n"
+        "    :members:\n"
+    ),
+    "docs/guide.rst": "Guide\n=====\n\nMake a ``Widget`` and show it.\n",
+    "docs/shapes.rst": (
+        "Shapes\n======\n\n"
+        ".. automodule:: pkg.shapes\n\n"
+        "Sizes\n-----\n\n"
+        "Call ``area`` for the size of a square.\n"
+    ),
+    "CHANGELOG.rst": "Changelog\n=========\n\n1.0\n---\n\n- ``Widget`` and ``area`` added.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def owner_case(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
+    tmp = tmp_path_factory.mktemp("links_owner_docs")
+    repo = GitRepo(tmp / "repo")
+    for path, text in OWNER_FILES.items():
+        repo.write(path, text)
+    base = repo.commit("initial")
+    repo.write("pkg/_impl.py", OWNER_FILES["pkg/_impl.py"].replace("return size",
+                                                                   "return size * 2")
+               .replace("return 1", "return 2"))
+    repo.write("pkg/shapes.py", "def area(side):\n    return side ** 2\n\n\n"
+                                "def circle(radius):\n    return 3 * radius ** 2\n")
+    head = repo.commit("head")
+    return analyse(repo, base, head, tmp)
+
+
+def reasons(case: Analysis, qualified_name: str) -> dict[str, str]:
+    return {e.path: e.reason for e in docs(case, qualified_name) if "lexical" in e.signals}
+
+
+def test_members_directive_through_reexport_renders_changed_method(owner_case: Analysis) -> None:
+    assert reasons(owner_case, "pkg._impl.Widget.resize")["docs/api.rst"] == (
+        "docs/api.rst § API has `.. autoclass:: pkg.Widget`, which renders resize")
+
+
+def test_class_mention_counts_for_public_method(owner_case: Analysis) -> None:
+    item = by_path(docs(owner_case, "pkg._impl.Widget.resize"))["docs/guide.rst"]
+    assert item.reason == ("docs/guide.rst § Guide mentions Widget, whose method resize "
+                           "changed (line 4)")
+    assert item.signals["mention"] == CLASS_MENTION_WEIGHT
+
+
+def test_private_method_gets_no_class_docs(owner_case: Analysis) -> None:
+    assert reasons(owner_case, "pkg._impl.Widget._hidden") == {}
+
+
+def test_page_named_after_module_qualifies_bare_name(owner_case: Analysis) -> None:
+    assert reasons(owner_case, "pkg.shapes.area") == {
+        "docs/shapes.rst": "docs/shapes.rst § Shapes > Sizes mentions area (line 9)"}
+
+
+def test_added_symbol_lists_its_module_page(owner_case: Analysis) -> None:
+    items = docs(owner_case, "pkg.shapes.circle")
+    assert [(e.path, e.status, e.reason) for e in items] == [
+        ("docs/shapes.rst", "stale", "docs/shapes.rst § Shapes documents pkg.shapes "
+                                     "(`.. automodule:: pkg.shapes`), which gains circle")]
+
+
+def test_changelogs_are_not_stale_docs(owner_case: Analysis) -> None:
+    for name in ("pkg._impl.Widget.resize", "pkg.shapes.area", "pkg.shapes.circle"):
+        assert all(e.path != "CHANGELOG.rst" for e in docs(owner_case, name))

@@ -7,12 +7,27 @@ plus a small bonus per further kind, so the tiers never swap:
 2. a removed or renamed parameter still mentioned in a section that mentions the symbol;
 3. a code example calling the old signature (too many arguments, or none of an added one);
 4. an autodoc/mkdocstrings directive or cross-reference naming the modified symbol;
+   A class directive with ``:members:`` (or an ``automodule`` with ``:members:``) counts
+   for a changed public method (or function) it renders: Sphinx pulls the docstring in.
 5. a mention of the modified symbol; then the docstring of another symbol mentioning it;
-6. semantic nearness: a tie-breaker, and at most one section when nothing else links.
+   then a mention of the class of a changed public method (``__init__`` and ``__call__``
+   included): prose about a class describes how its methods behave, and projects often
+   document methods under the class name only;
+6. for an added public module-level symbol, a page that documents its module
+   (``.. automodule:: pkg.mod``): module reference pages list their members by hand as
+   often as not, so a new member is a likely gap;
+7. semantic nearness: a tie-breaker, and at most one section when nothing else links.
 
 A bare name counts only when it is distinctive (an underscore or inner capital, or a
-long name defined at most once) or the section also names its class or module; a
-receiver-qualified mention (``Client.get``) counts when it matches the qualified name.
+long name defined at most once), or it is not a generic name and the same page names its
+class or module (in any section, or as the page's file name: ``docs/markers.rst`` is
+about ``markers``); a generic name (``get``) needs the class or module in its own section.
+A qualified mention or directive counts when it ends the qualified name, or names it
+through a package that re-exports it (``pluggy.HookCaller`` for
+``pluggy._hooks.HookCaller``: the public path a project documents, with the private
+modules between left out). Changelogs and release notes are history, not descriptions of
+current behaviour, and are skipped: every change gets an entry, and their old mentions
+would crowd the pages that do describe the symbol out of the first three.
 Docs the PR edited are listed with status "updated", the rest "stale". Pure.
 """
 
@@ -21,7 +36,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pr_context.changes import ChangedSymbol
@@ -41,10 +56,12 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = [
+    "CLASS_MENTION_WEIGHT",
     "DIRECTIVE_WEIGHT",
     "DOCSTRING_WEIGHT",
     "MAX_DOCS_PER_SYMBOL",
     "MENTION_WEIGHT",
+    "MODULE_PAGE_WEIGHT",
     "OLD_EXAMPLE_WEIGHT",
     "PARAMETER_WEIGHT",
     "REMOVED_MENTION_WEIGHT",
@@ -66,6 +83,11 @@ DIRECTIVE_WEIGHT = 0.5
 MENTION_WEIGHT = 0.4
 # Another symbol's docstring naming it: the behaviour it describes may have moved.
 DOCSTRING_WEIGHT = 0.35
+# Prose about the class of a changed method: it may describe that method's behaviour,
+# but more often describes the class as a whole.
+CLASS_MENTION_WEIGHT = 0.3
+# A reference page of the module that gained a public symbol: it may need an entry.
+MODULE_PAGE_WEIGHT = 0.3
 # Similar wording is not evidence of staleness: a tie-breaker, times the cosine.
 SEMANTIC_WEIGHT = 0.2
 # With no lexical evidence at all, one section this close is still worth a look.
@@ -86,8 +108,17 @@ GENERIC_NAMES = frozenset({
     "render", "send", "items", "keys", "values", "copy", "clear", "reset", "build", "test",
     "setup", "execute", "process", "handle", "apply", "list", "find", "filter", "map"})
 
-_LEXICAL = ("directive", "mention", "docstring", "parameter", "example")
+_LEXICAL = ("directive", "mention", "docstring", "parameter", "example", "module")
+# Changelogs and release notes, by file or folder name (CHANGES.rst, changelog/12.rst).
+_HISTORY = re.compile(r"(?:^|/)(?:change(?:s|log)|history|news|release[-_]?notes?"
+                      r"|newsfragments)(?:/|\.\w+$|$)", re.IGNORECASE)
+# Directive lines that render members, and the option lines that follow them.
+_AUTODOC_WITH_MEMBERS = re.compile(r"\.\.\s+auto(?:class|exception|module)::")
+_MODULE_DIRECTIVE = re.compile(r"\.\.\s+(?:py:)?(?:automodule|module)::")
+_OPTION = re.compile(r"\s+:(?P<name>[\w-]+):(?P<value>.*)")
 _NOT_DOCS = frozenset({"test", "test_support", "vendored", "generated"})
+# Dunders a caller reaches through the class name: ``C(...)`` and ``c(...)``.
+_PUBLIC_DUNDERS = frozenset({"__init__", "__call__"})
 _SELF = frozenset({"self", "cls", "this", "&self", "&mut self", "mut self", "*", "/"})
 
 
@@ -100,6 +131,7 @@ class _Target:
     qualifiers: tuple[str, ...]  # enclosing class and module names, innermost first
     gone: bool  # no longer exists at head
     bare_ok: bool  # a bare mention may count (False for a moved symbol's same name)
+    member: str | None = None  # set on the class of a changed method: that method's name
 
 
 @dataclass(frozen=True)
@@ -134,11 +166,11 @@ def stale_docs(
         return []
     targets = _targets(change)
     found = list(_section_findings(change, targets, docs))
-    found += _docstring_findings(change, targets, docs)
+    found += _docstring_findings(change, [t for t in targets if t.member is None], docs)
     found += _semantic_findings(change, docs, corpus, vector, found)
     items = _merge(found, touched_paths)
-    if change.change == "added":
-        items = [i for i in items if i.status == "updated"]
+    if change.change == "added":  # only a module page can be stale about a new symbol
+        items = [i for i in items if i.status == "updated" or "module" in i.signals]
     return sorted(items, key=lambda e: (-e.score, e.path, e.start_line))[:limit]
 
 
@@ -148,11 +180,29 @@ def stale_docs(
 def _targets(change: ChangedSymbol) -> list[_Target]:
     gone = change.change == "removed"
     current = _target(change.qualified_name, gone, True)
+    owners = _owner_targets(change)
     if change.old_qualified_name is None:
-        return [current]
+        return [current, *owners]
     old = _target(change.old_qualified_name, True,
                   change.old_qualified_name.rsplit(".", 1)[-1] != change.symbol)
-    return [old, current]
+    return [old, current, *owners]
+
+
+def _owner_targets(change: ChangedSymbol) -> list[_Target]:
+    """The class of a changed public method, or the module of a public top-level symbol."""
+    if change.change == "removed" or not _public(change.symbol):
+        return []
+    owner = change.qualified_name.rsplit(".", 1)[0]
+    if change.kind == "method" and change.change != "added":
+        return [replace(_target(owner, False, True), member=change.symbol)]
+    if change.kind in ("function", "class") and "." in owner:
+        return [_Target(owner, owner.rsplit(".", 1)[-1], (), False, False, change.symbol)]
+    return []
+
+
+def _public(name: str) -> bool:
+    """Part of the documented surface: no leading underscore, or a constructor or call."""
+    return not name.startswith("_") or name in _PUBLIC_DUNDERS
 
 
 def _target(qualified_name: str, gone: bool, bare_ok: bool) -> _Target:
@@ -173,9 +223,15 @@ def _distinctive(name: str, docs: LinkIndex) -> bool:
 
 
 def _qualified(chain: str, target: _Target) -> bool:
-    """``chain`` (``Session.create``, ``session.create_session``) ends the qualified name."""
+    """``chain`` (``Session.create``, ``session.create_session``) ends the qualified name.
+
+    Or names it through a re-exporting package: ``pkg.C`` for ``pkg._impl.C``.
+    """
     parts, wanted = chain.split("."), target.qualified_name.split(".")
     if len(parts) > 1 and parts == wanted[-len(parts):]:
+        return True
+    if 1 < len(parts) < len(wanted) and parts[0] == wanted[0] \
+            and parts[1:] == wanted[len(wanted) - len(parts) + 1:]:
         return True
     receiver = parts[-2] if len(parts) > 1 else ""
     return bool(receiver) and parts[-1] == target.name and bool(target.qualifiers) \
@@ -188,8 +244,73 @@ def _context_names(text: str, target: _Target) -> bool:
                if q.lower() not in GENERIC_NAMES)
 
 
-def _mentions(ref: DocRef, section: Section, target: _Target, docs: LinkIndex) -> str | None:
-    """How ``ref`` names ``target``: "directive", "mention", or None when it does not."""
+def _page_names(path: str, target: _Target, docs: LinkIndex) -> bool:
+    """The page is about the symbol's class or module: by file name or in any section."""
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+    if any(q.lstrip("_").lower() == stem for q in target.qualifiers):
+        return True
+    return any(_context_names(s.text, target) for s in docs.sections.get(path, ()))
+
+
+def _history(path: str) -> bool:
+    """A changelog or release notes: a record of the past, not a description of now."""
+    return bool(_HISTORY.search(path))
+
+
+def _directive_options(section: Section, line: int) -> dict[str, str]:
+    """The ``:option: value`` lines right under the directive on ``line``."""
+    lines = section.text.splitlines()[line - section.start_line + 1:]
+    options = {}
+    for text in lines:
+        if not (m := _OPTION.match(text)):
+            break
+        options[m.group("name")] = m.group("value").strip()
+    return options
+
+
+def _renders(section: Section, line: int, member: str) -> bool:
+    """The autodoc directive on ``line`` renders ``member`` (``:members:`` and friends)."""
+    if not _AUTODOC_WITH_MEMBERS.search(_line_text(section, line)):
+        return False
+    options = _directive_options(section, line)
+    listed = "special-members" if member.startswith("__") else "members"
+    if listed not in options:
+        return False
+    names = {n.strip() for n in options[listed].split(",") if n.strip()}
+    return not names or member in names
+
+
+def _owner_mention(ref: DocRef, section: Section, target: _Target,
+                   docs: LinkIndex, page: dict[str, bool]) -> str | None:
+    """How ``ref`` names the class or module that holds the changed symbol."""
+    member = target.member or ""
+    if ref.kind == "directive" and _names_owner(ref.name, target):
+        if _renders(section, ref.line, member):
+            return "directive"
+        if _MODULE_DIRECTIVE.search(_line_text(section, ref.line)):
+            return "module"
+    if not target.bare_ok:  # a module: only its directives count
+        return None
+    return "mention" if _mentions(ref, section, replace(target, member=None), docs,
+                                  page) == "mention" else None
+
+
+def _names_owner(chain: str, target: _Target) -> bool:
+    """A directive target names the owner, exactly or through a re-exporting package."""
+    if chain == target.qualified_name or _qualified(chain, target):
+        return True
+    rest = target.qualified_name.removeprefix(chain + ".")
+    return rest != target.qualified_name and all(p.startswith("_") for p in rest.split("."))
+
+
+def _mentions(ref: DocRef, section: Section, target: _Target, docs: LinkIndex,
+              page: dict[str, bool]) -> str | None:
+    """How ``ref`` names ``target``: "directive", "mention", or None when it does not.
+
+    ``page`` caches, per path, whether the page names the target's class or module.
+    """
+    if target.member is not None:
+        return _owner_mention(ref, section, target, docs, page)
     if ref.kind == "directive":
         if "." in ref.name:
             return "directive" if _qualified(ref.name, target) else None
@@ -202,8 +323,13 @@ def _mentions(ref: DocRef, section: Section, target: _Target, docs: LinkIndex) -
         return "mention" if _qualified(chain.replace("::", "."), target) else None
     if chain != target.name or not target.bare_ok:
         return None
-    bare = _distinctive(target.name, docs) or _context_names(section.text, target)
-    return "mention" if bare else None
+    if _distinctive(target.name, docs) or _context_names(section.text, target):
+        return "mention"
+    if target.name.lower() in GENERIC_NAMES:
+        return None
+    if section.path not in page:
+        page[section.path] = _page_names(section.path, target, docs)
+    return "mention" if page[section.path] else None
 
 
 # -- sections -------------------------------------------------------------------------------
@@ -212,16 +338,22 @@ def _mentions(ref: DocRef, section: Section, target: _Target, docs: LinkIndex) -
 def _section_findings(change: ChangedSymbol, targets: list[_Target],
                       docs: LinkIndex) -> Iterator[_Finding]:
     seen: set[tuple[str, int, str]] = set()
+    pages: dict[str, dict[str, bool]] = defaultdict(dict)  # target -> path -> named
     for ref in docs.doc_refs:
+        if docs.roles.get(ref.path) in _NOT_DOCS or _history(ref.path):
+            continue
         section = docs.section_at(ref.path, ref.line)
-        if section is None or docs.roles.get(ref.path) in _NOT_DOCS:
+        if section is None:
             continue
         for target in targets:
-            how = _mentions(ref, section, target, docs)
+            how = _mentions(ref, section, target, docs, pages[target.qualified_name])
             key = (section.path, section.start_line, target.qualified_name)
-            if how is None or key in seen:
+            if how is None or key in seen or (how == "module" and change.change != "added"):
                 continue
             seen.add(key)
+            if target.member is not None:
+                yield _owner_finding(section, ref, target, how)
+                continue
             yield _mention_finding(section, ref, target, how)
             yield from _parameter_findings(change, section, target)
             yield from _example_findings(change, section, target)
@@ -252,6 +384,20 @@ def _mention_finding(section: Section, ref: DocRef, target: _Target, how: str) -
         return _finding(section, how, DIRECTIVE_WEIGHT, f"{_where(section)} has `{text}`")
     return _finding(section, how, MENTION_WEIGHT,
                     f"{_where(section)} mentions {target.name} (line {ref.line})")
+
+
+def _owner_finding(section: Section, ref: DocRef, target: _Target, how: str) -> _Finding:
+    text = _line_text(section, ref.line)
+    if how == "directive":
+        return _finding(section, how, DIRECTIVE_WEIGHT,
+                        f"{_where(section)} has `{text}`, which renders {target.member}")
+    if how == "module":
+        return _finding(section, how, MODULE_PAGE_WEIGHT,
+                        f"{_where(section)} documents {target.qualified_name} (`{text}`), "
+                        f"which gains {target.member}")
+    return _finding(section, how, CLASS_MENTION_WEIGHT,
+                    f"{_where(section)} mentions {target.name}, whose method "
+                    f"{target.member} changed (line {ref.line})")
 
 
 def _old_params(change: ChangedSymbol) -> dict[str, str]:
@@ -388,7 +534,8 @@ def _semantic_findings(change: ChangedSymbol, docs: LinkIndex, corpus: SearchCor
                        found: list[_Finding]) -> list[_Finding]:
     if corpus is None or vector is None:
         return []
-    doc_paths = {p: r for p, r in docs.roles.items() if p in docs.sections and r not in _NOT_DOCS}
+    doc_paths = {p: r for p, r in docs.roles.items()
+                 if p in docs.sections and r not in _NOT_DOCS and not _history(p)}
     nearness = nearness_by_path(corpus, vector, doc_paths)
     linked = {(f.path, f.start_line) for f in found}
     extra, alone = [], []
