@@ -82,6 +82,101 @@ PY_FILES = {
     ),
 }
 
+# Receivers whose class is evident: annotations, constructors, self attributes, fixtures.
+TYPED_FILES = {
+    "app/core.py": (
+        "class Hook:\n"
+        "    def call(self):\n"
+        "        return 1\n"
+        "\n"
+        "\n"
+        "class Manager:\n"
+        "    def __init__(self, name):\n"
+        "        self.hook = Hook()\n"
+        "        self.name = name\n"
+        "\n"
+        "    def get(self):\n"
+        "        return self.hook.call()\n"
+        "\n"
+        "\n"
+        "class Special(Manager):\n"
+        "    pass\n"
+    ),
+    "app/use.py": (
+        "from typing import Optional\n"
+        "\n"
+        "from app import core\n"
+        "from app.core import Manager, Special\n"
+        "\n"
+        "\n"
+        "def annotated(m: Manager, o: Optional['core.Manager'] = None, *, k: int = 1):\n"
+        "    m.get()\n"
+        "    o.get()\n"
+        "\n"
+        "\n"
+        "def constructed(thing):\n"
+        "    x = Special('a')\n"
+        "    x.get()\n"
+        "    x = thing.make()\n"
+        "    x.get()\n"
+        "    thing.get()\n"
+        "    def inner():\n"
+        "        return y.get()\n"
+        "    y = Manager('b')\n"
+        "    return inner\n"
+    ),
+    "tests/conftest.py": (
+        "import pytest\n"
+        "\n"
+        "from app.core import Manager\n"
+        "\n"
+        "\n"
+        "@pytest.fixture\n"
+        "def pm() -> Manager:\n"
+        "    return Manager('x')\n"
+        "\n"
+        "\n"
+        "@pytest.fixture(scope='module')\n"
+        "def built(request):\n"
+        "    return Manager(\n"
+        "        request.param)\n"
+        "\n"
+        "\n"
+        "def helper():\n"
+        "    return Manager('not a fixture')\n"
+        "\n"
+        "\n"
+        "@pytest.fixture\n"
+        "def shadowed() -> Manager:\n"
+        "    return Manager('far')\n"
+    ),
+    "tests/unit/test_core.py": (
+        "import pytest\n"
+        "\n"
+        "\n"
+        "@pytest.fixture\n"
+        "def built(pm):\n"
+        "    return pm\n"
+        "\n"
+        "\n"
+        "def test_get(pm, built, helper, other):\n"
+        "    pm.get()\n"
+        "    built.get()\n"
+        "    helper.get()\n"
+        "    other.get()\n"
+        "\n"
+        "\n"
+        "@pytest.fixture\n"
+        "def shadowed():\n"
+        "    return object()\n"
+        "\n"
+        "\n"
+        "def test_shadowed(shadowed):\n"
+        "    shadowed.get()\n"
+    ),
+    "elsewhere/test_far.py": "def test_far(pm):\n    pm.get()\n",
+}
+
 TS_FILES = {
     "web/lib/util.ts": (
         "export function format(a: number): string { return String(a); }\n"
@@ -246,6 +341,24 @@ def sites(graph: SymbolGraph, qualified_name: str) -> list[Site]:
     pytest.param(PY_FILES, "shop.models.Order", [
         ("shop/models.py", 21, "shop.models.new_order", "graph"),
     ], id="python-instantiation-same-module"),
+    pytest.param(TYPED_FILES, "app.core.Manager.get", [
+        ("app/use.py", 8, "app.use.annotated", "graph"),  # m: Manager
+        ("app/use.py", 9, "app.use.annotated", "graph"),  # Optional['core.Manager']
+        ("app/use.py", 14, "app.use.constructed", "graph"),  # x = Special(...), inherited
+        ("app/use.py", 19, "app.use.constructed.inner", "graph"),  # closure over y
+        ("tests/unit/test_core.py", 10, "tests.unit.test_core.test_get", "graph"),  # -> Manager
+        ("tests/unit/test_core.py", 11, "tests.unit.test_core.test_get", "graph"),  # return pm
+        ("app/use.py", 16, "app.use.constructed", "lexical"),  # x rebound to thing.make()
+        ("app/use.py", 17, "app.use.constructed", "lexical"),  # untyped parameter
+        ("elsewhere/test_far.py", 2, "elsewhere.test_far.test_far", "lexical"),  # no conftest
+        ("tests/unit/test_core.py", 12, "tests.unit.test_core.test_get", "lexical"),  # no fixture
+        ("tests/unit/test_core.py", 13, "tests.unit.test_core.test_get", "lexical"),
+        # the file's own untyped fixture hides conftest's typed one
+        ("tests/unit/test_core.py", 22, "tests.unit.test_core.test_shadowed", "lexical"),
+    ], id="python-typed-receivers-and-untyped-traps"),
+    pytest.param(TYPED_FILES, "app.core.Hook.call", [
+        ("app/core.py", 12, "app.core.Manager.get", "graph"),  # self.hook = Hook() in __init__
+    ], id="python-self-attribute"),
     pytest.param(TS_FILES, "web.lib.util.format", [
         ("web/app.ts", 6, "web.app.main", "graph"),  # through the index.ts barrel
         ("web/app.ts", 7, "web.app.main", "graph"),  # import { format as fmt }
@@ -311,6 +424,18 @@ def test_reasons_and_confidence_say_how_a_caller_was_found(
                  if c.path == "shop/sub/report.py"]
     assert lexical.confidence == 0.25  # DYNAMIC_CONFIDENCE shared by two `validate` methods
     assert "class of thing unknown; one of 2 methods named validate" in lexical.reason
+
+
+def test_reasons_say_where_a_receiver_type_comes_from(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    by_line = {(c.path, c.line): c.reason
+               for c in callers_of(graphs(TYPED_FILES), "app.core.Manager.get")}
+    assert by_line[("app/use.py", 14)] == (
+        "calls x.get() where x is assigned Special(...) on line 13, "
+        "resolves to app.core.Manager.get")
+    assert by_line[("tests/unit/test_core.py", 10)] == (
+        "calls pm.get() where pm is the fixture pm (tests/conftest.py:6) returning "
+        "app.core.Manager, resolves to app.core.Manager.get")
 
 
 def test_unknown_symbol_has_no_callers(graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:

@@ -5,7 +5,9 @@ A caller is ``graph`` when its reference resolves to the definition through impo
 (absolute, relative, aliased, ``*``, re-exports in ``__init__.py``, ``index.ts`` barrels
 and Rust ``pub use``), enclosing scopes, the same module or package, ``self``/``cls``/
 ``this`` (and a Go method's receiver) with inherited methods, ``super()``, a constructed
-receiver (``Client().get()``), or instantiation of a class (which calls its
+receiver (``Client().get()``), a Python receiver whose class is evident (an annotated
+parameter, ``x = C(...)``, ``self.x = C(...)``, a pytest fixture's return type; see
+:mod:`pr_context.graph.types`), or instantiation of a class (which calls its
 constructor). A caller is ``lexical`` when only its name matches: a method called on a
 receiver of unknown class, a bare name nothing binds, or ``self.m()`` in a base class
 that may dispatch to an override. Nothing here reads files or the index except

@@ -10,6 +10,7 @@ from typing import Literal, TypeVar
 from pr_context.graph.names import class_bases, mro
 from pr_context.graph.resolve import resolve_site
 from pr_context.graph.tables import CLASS_KINDS, Site, Tables, read_tables
+from pr_context.graph.types import bind_types
 from pr_context.index.store import IndexStore
 
 __all__ = ["Caller", "SymbolGraph", "build_graph", "callers_of", "load_graph"]
@@ -72,7 +73,7 @@ def build_graph(tables: Tables) -> SymbolGraph:
     """Resolve class bases, then every site of ``tables``."""
     classes = [q for q, d in tables.definitions.items() if d.kind in CLASS_KINDS]
     bases = {cls: class_bases(tables, cls) for cls in classes}
-    tables = replace(tables, bases={c: b for c, b in bases.items() if b})
+    tables = bind_types(replace(tables, bases={c: b for c, b in bases.items() if b}))
     edges: dict[str, list[_Edge]] = defaultdict(list)
     dynamic: dict[str, list[Site]] = defaultdict(list)
     unbound: dict[str, list[Site]] = defaultdict(list)

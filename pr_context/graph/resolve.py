@@ -11,9 +11,11 @@ from pr_context.graph.names import (
     bind_name,
     enclosing_class,
     method_in,
+    mro,
     resolve_dotted,
 )
-from pr_context.graph.tables import CLASS_KINDS, Site, Tables
+from pr_context.graph.tables import CLASS_KINDS, Assignment, Site, Tables
+from pr_context.graph.types import is_local, variable_class
 
 __all__ = ["Resolution", "resolve_site"]
 
@@ -65,6 +67,9 @@ def resolve_site(tables: Tables, site: Site) -> Resolution:
         return _resolve_self(tables, site, receiver)
     if _SUPER.fullmatch(receiver):
         return _resolve_super(tables, site, receiver)
+    held = _held_class(tables, site, receiver)
+    if held is not None:
+        return _resolve_typed(tables, site, held)
     constructed = _CONSTRUCTED.fullmatch(receiver)
     if constructed:
         return _resolve_on_instance(tables, site, constructed.group(1))
@@ -116,11 +121,34 @@ def _resolve_on_instance(tables: Tables, site: Site, class_text: str) -> Resolut
                       f"{_call_text(site)} on a new {d.qualified_name} resolves to {method}")
 
 
+def _held_class(tables: Tables, site: Site, receiver: str) -> Assignment | None:
+    """What a local name or ``self.attribute`` receiver evidently holds, if anything."""
+    if receiver.isidentifier():
+        return variable_class(tables, site.enclosing, receiver, site.line)
+    owner, _, attribute = receiver.partition(".")
+    if owner not in _SELF_RECEIVERS.get(site.language, ()) or not attribute.isidentifier():
+        return None
+    cls = enclosing_class(tables, site.enclosing)
+    return next((tables.attributes[(c, attribute)] for c in mro(tables, cls or "")
+                 if (c, attribute) in tables.attributes), None)
+
+
+def _resolve_typed(tables: Tables, site: Site, held: Assignment) -> Resolution:
+    """``x.m()`` where ``x`` evidently holds a ``C``: ``C.m`` or the base's ``m``."""
+    cls = held.cls or ""
+    method = method_in(tables, cls, site.name)
+    if method is None:
+        return Resolution("external", reason=f"{cls} has no method {site.name}")
+    return Resolution("resolved", method, f"{_call_text(site)} where {site.receiver} is "
+                                          f"{held.how}, resolves to {method}")
+
+
 def _resolve_qualified(tables: Tables, site: Site, receiver: str) -> Resolution:
     """``mod.f()``, ``pkg.mod.f()``, ``ns.f()``, ``store.New()``, ``Money.of()``."""
     head, _, rest = receiver.partition(".")
     binding = bind_name(tables, site.path, site.enclosing, head)
-    if binding is None:
+    if binding is None or (site.language == "python" and is_local(tables, site.enclosing,
+                                                                   head)):
         return _dynamic(site)
     target = ".".join(p for p in (binding.target, rest, site.name) if p)
     return _finish(tables, target, f"{_call_text(site)} where {head} is {binding.target} "

@@ -15,7 +15,9 @@ from pr_context.index.store import IndexStore
 from pr_context.models import Import
 from pr_context.parse.code_paths import module_path
 
-__all__ = ["CLASS_KINDS", "Def", "Site", "Tables", "read_tables", "tables_from_rows"]
+__all__ = [
+    "CLASS_KINDS", "Assignment", "Def", "Site", "Tables", "read_tables", "tables_from_rows",
+]
 
 # Definition kinds that own methods and can have bases.
 CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum"})
@@ -23,6 +25,9 @@ CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum"})
 _PATH_MODULES = frozenset({"python", "javascript", "typescript", "tsx", "rust"})
 # Reference kinds that can call or name a callable; type uses and doc mentions cannot.
 _SITE_KINDS = ("call", "instantiation", "attribute")
+# Chunk kinds whose text is the source lines start_line..end_line (a part after the first
+# repeats the signature lines before them); class headers elide their members.
+_SOURCE_CHUNKS = ("definition", "definition_part", "module")
 Rows = Sequence[tuple[Any, ...]]
 
 
@@ -37,6 +42,8 @@ class Def:
     kind: str
     signature: str
     parent: str | None
+    start_line: int = 0  # 1-based, decorators included
+    end_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -64,30 +71,49 @@ class Tables:
     imports: Mapping[str, tuple[Import, ...]]  # path -> imports in source order
     sites: tuple[Site, ...]
     bases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # class -> bases
+    lines: Mapping[str, Mapping[int, str]] = field(default_factory=dict)  # Python source
+    # (scope, name) -> what a local name holds, in line order; filled by build_graph
+    variables: Mapping[tuple[str, str], tuple[Assignment, ...]] = field(default_factory=dict)
+    # (class, attribute) -> class of what every ``self.attribute = ...`` in it assigns
+    attributes: Mapping[tuple[str, str], Assignment] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """From ``line`` on, a name holds an instance of ``cls`` (None: of something unknown)."""
+
+    line: int
+    cls: str | None
+    how: str  # a clause for reasons: "annotated as C", "assigned C(...) on line 4"
 
 
 def read_tables(store: IndexStore) -> Tables:
     """Read the rows of ``store`` that name, import or call definitions."""
     files = store.query("SELECT path, language FROM files WHERE language IS NOT NULL "
                         "AND status = 'indexed' ORDER BY path")
-    defs = store.query("SELECT path, name, qualified_name, kind, signature, parent "
-                       "FROM definitions ORDER BY path, ordinal")
+    defs = store.query("SELECT path, name, qualified_name, kind, signature, parent, "
+                       "start_line, end_line FROM definitions ORDER BY path, ordinal")
     imports = store.query("SELECT path, module, name, alias, level, line FROM imports "
                           "ORDER BY path, ordinal")
     kinds = ", ".join(f"'{kind}'" for kind in _SITE_KINDS)
     sites = store.query("SELECT path, name, kind, receiver, line, col, enclosing FROM refs "
                         f"WHERE kind IN ({kinds}) ORDER BY path, ordinal")
-    return tables_from_rows(files, defs, imports, sites)
+    chunk_kinds = ", ".join(f"'{kind}'" for kind in _SOURCE_CHUNKS)
+    chunks = store.query("SELECT c.path, c.start_line, c.end_line, c.text FROM chunks c "
+                         "JOIN files f ON f.path = c.path WHERE f.language = 'python' "
+                         f"AND c.kind IN ({chunk_kinds}) ORDER BY c.path, c.ordinal")
+    return tables_from_rows(files, defs, imports, sites, chunks)
 
 
-def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows) -> Tables:
+def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
+                     chunks: Rows = ()) -> Tables:
     """Tables from raw rows, in the column order :func:`read_tables` selects."""
     language: dict[str, str] = dict(files)
     definitions: dict[str, Def] = {}
-    for path, name, qualified, kind, signature, parent in defs:
+    for path, name, qualified, kind, signature, parent, *span in defs:
         if path in language:
             definitions.setdefault(qualified, Def(path, language[path], name, qualified, kind,
-                                                  signature, parent))
+                                                  signature, parent, *span))
     file_module = _file_modules(language, definitions)
     modules: dict[str, list[str]] = defaultdict(list)
     for path, module in file_module.items():
@@ -98,7 +124,17 @@ def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows) -> Tab
     return Tables(definitions, {m: tuple(p) for m, p in modules.items()}, file_module,
                   language, {p: tuple(i) for p, i in by_path.items()},
                   tuple(Site(row[0], language[row[0]], *row[1:]) for row in sites
-                        if row[0] in language))
+                        if row[0] in language), lines=_source_lines(chunks))
+
+
+def _source_lines(chunks: Rows) -> dict[str, dict[int, str]]:
+    """path -> line number -> text, from chunks whose text is their lines verbatim."""
+    lines: dict[str, dict[int, str]] = defaultdict(dict)
+    for path, start, end, text in chunks:
+        # A later part repeats the signature first: its own lines are the last ones.
+        own = text.split("\n")[-(end - start + 1):]
+        lines[path].update(zip(range(start, end + 1), own, strict=False))
+    return dict(lines)
 
 
 def _file_modules(language: Mapping[str, str], definitions: Mapping[str, Def]
