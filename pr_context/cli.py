@@ -9,26 +9,25 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from pr_context import __version__
 from pr_context.embed import DEFAULT_MODEL, SentenceTransformerEmbedder
 from pr_context.errors import BadInputError, ConfigError, PrContextError
-from pr_context.evals.retrievers import LIVE_RETRIEVERS, live_retrievers
+from pr_context.evals import LIVE_RETRIEVERS
 from pr_context.git import open_repository
 from pr_context.index.build import COCHANGE_COMMITS, IndexOptions, IndexResult, build_index
-from pr_context.pipeline import Searcher, embedder_for
 from pr_context.progress import progress_for
-from pr_context.render import headline
-from pr_context.retrieve import DEFAULT_K, SearchHit
-from pr_context.review import (
-    DEFAULT_TOP_K,
-    REVIEW_BUDGET_S,
-    ReviewOptions,
-    review,
-    write_review,
-)
+from pr_context.report import DEFAULT_TOP_K, REVIEW_BUDGET_S
+from pr_context.retrieve import DEFAULT_K
+
+if TYPE_CHECKING:
+    from pr_context.retrieve import SearchHit
+
+# Commands import their pipelines when they run, so `index` does not pay for loading
+# review, evaluation and rendering code it never uses.
 
 __all__ = ["cli", "main"]
 
@@ -147,6 +146,8 @@ def search_command(repo: str, rev: str, db: Path, k: int, as_json: bool,
     deprecated code is left out unless asked for. When nothing is relevant enough the
     answer is empty, with the reason on stderr.
     """
+    from pr_context.pipeline import Searcher, embedder_for
+
     if not query.strip():
         raise BadInputError("the query is empty")
     searcher = Searcher(embedder_for(model, no_embeddings, db),
@@ -227,7 +228,9 @@ def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_di
     from pr_context.evals.errors import GateFailedError
     from pr_context.evals.gate import evaluate_gate, load_gate
     from pr_context.evals.markdown import summary_lines
+    from pr_context.evals.retrievers import live_retrievers
     from pr_context.evals.runner import run_live, run_recorded
+    from pr_context.pipeline import Searcher
 
     if live == (results_path is not None):
         raise BadInputError("choose one mode: --recorded FILE or --live")
@@ -296,6 +299,10 @@ def review_command(repo: str, base: str, head: str, db: Path, out_dir: Path, top
     Writes OUT/evidence.json (every ranked item), OUT/comment.md (the PR comment, top
     items per symbol) and OUT/summary.md (a step summary).
     """
+    from pr_context.pipeline import embedder_for
+    from pr_context.render import headline
+    from pr_context.review import ReviewOptions, review, write_review
+
     if link_base is not None and not link_base.startswith(("https://", "http://")):
         raise BadInputError(f"--link-base must be an http(s) URL, not {link_base!r}")
     options = ReviewOptions(top_k=top_k, budget_s=budget_s, link_base=link_base)

@@ -10,6 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+REVIEW_BUDGET_S = 60.0  # seconds of analysis before remaining symbols are only listed
+DEFAULT_TOP_K = 5  # items per category in the comment; evidence.json holds them all
+
 __all__ = [
     "EVIDENCE_SCHEMA_VERSION",
     "EvidenceItem",

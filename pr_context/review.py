@@ -37,7 +37,15 @@ from pr_context.links import (
 from pr_context.models import Sha
 from pr_context.progress import Progress
 from pr_context.render import render_comment, render_summary
-from pr_context.report import EvidenceItem, IndexInfo, Report, SymbolReport, evidence_json
+from pr_context.report import (
+    DEFAULT_TOP_K,
+    REVIEW_BUDGET_S,
+    EvidenceItem,
+    IndexInfo,
+    Report,
+    SymbolReport,
+    evidence_json,
+)
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from pr_context.secrets import redact_secrets
 
@@ -53,8 +61,6 @@ __all__ = [
 
 # Analysis (callers, tests, docs) of one symbol takes milliseconds; a PR that still runs
 # past a minute is a sweep nobody reads symbol by symbol, so the rest are only listed.
-REVIEW_BUDGET_S = 60.0
-DEFAULT_TOP_K = 5  # items per category in the comment; evidence.json holds them all
 HEAD_INDEX_NAME = "head-index.duckdb"
 # Changes that break callers still written against the old name or signature.
 _BREAKING_CHANGES = frozenset({"signature_changed", "removed", "renamed"})

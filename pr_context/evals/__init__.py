@@ -14,4 +14,7 @@ Modules, in the order data flows through them:
 - ``errors``: the harness's subclasses of pr-context's error hierarchy.
 """
 
-__all__: list[str] = []
+__all__ = ["LIVE_RETRIEVERS"]
+
+# The retrievers live evaluation compares (pr_context.evals.retrievers builds them).
+LIVE_RETRIEVERS = ("hybrid", "bm25", "embedding", "naive-windows")

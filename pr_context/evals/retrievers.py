@@ -22,6 +22,7 @@ import duckdb
 import numpy as np
 
 from pr_context.embed import Embedder
+from pr_context.evals import LIVE_RETRIEVERS
 from pr_context.evals.results import RankedChunk, SearchRun
 from pr_context.evals.runner import Retriever
 from pr_context.git import (
@@ -48,7 +49,6 @@ __all__ = [
 ]
 
 NAIVE_WINDOW_LINES = 400
-LIVE_RETRIEVERS = ("hybrid", "bm25", "embedding", "naive-windows")
 
 
 def _shared_db(db: Path) -> Path:
