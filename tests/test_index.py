@@ -412,3 +412,15 @@ def test_methods_of_a_deprecated_class_are_deprecated(make_repo: Callable[..., G
     con.close()
     assert roles["maps.OldMap.get"] == "deprecated"
     assert roles["maps.NewMap.get"] == "production"
+
+
+def test_parallel_parsing_builds_the_same_index(make_repo: Callable[..., GitRepo],
+                                                tmp_path: Path) -> None:
+    files = {f"pkg/mod{i}.py": f"def f{i}(x):\n    return g{i}(x) + {i}\n" for i in range(60)}
+    repo = make_repo({**STARTER, **files})
+    serial, _ = index(repo, tmp_path / "serial.duckdb", options=IndexOptions(parse_workers=1))
+    parallel, _ = index(repo, tmp_path / "parallel.duckdb",
+                        options=IndexOptions(parse_workers=2))
+    assert parallel.files == serial.files == 66
+    assert parallel.digest == serial.digest
+    assert table_dump(tmp_path / "parallel.duckdb") == table_dump(tmp_path / "serial.duckdb")

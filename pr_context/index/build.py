@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
@@ -51,6 +54,9 @@ __all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index"]
 
 COCHANGE_COMMITS = 500  # history window mined for files changed together
 FREEZE_FILES = 256  # files parsed between conversions of their rows to Arrow
+PARSE_WORKERS = 2  # the runners this targets have 2 cores
+PARALLEL_MIN_FILES = 48  # below this, starting workers costs more than it saves
+PARSE_CHUNK_FILES = 16  # files per task sent to a worker
 COCHANGE_MAX_FILES = 30  # larger commits are bulk edits, not evidence of coupling
 EMBED_GROUP = 256  # texts per model call and per committed transaction
 NO_MODEL = "none"
@@ -65,6 +71,7 @@ class IndexOptions:
     exclude: tuple[str, ...] = ()
     config_text: str | None = None  # overrides the repository's own config file
     cochange_commits: int = COCHANGE_COMMITS
+    parse_workers: int = PARSE_WORKERS  # processes parsing files; 1 parses in-process
 
 
 @dataclass(frozen=True)
@@ -157,7 +164,8 @@ def build_index(
         current = {e.path: e.blob_sha for e in entries}
         removed = [p for p, blob in known.items() if current.get(p) != blob]
         to_parse = [e for e in entries if known.get(e.path) != e.blob_sha]
-        rows = _parse_entries(repo, to_parse, policy, progress, keep_texts=embedder is not None)
+        rows = _parse_entries(repo, to_parse, policy, progress,
+                              keep_texts=embedder is not None, workers=options.parse_workers)
         embedded, reused = _embed_missing(store, rows, embedder, progress)
         store.replace_paths(removed, rows.tables())
         store.prune_embeddings()
@@ -218,20 +226,34 @@ def _usable_previous(repo: Repository, store: IndexStore,
 
 
 def _parse_entries(repo: Repository, entries: Sequence[FileEntry], policy: PathPolicy,
-                   progress: Progress, keep_texts: bool) -> _Rows:
+                   progress: Progress, keep_texts: bool, workers: int) -> _Rows:
+    """Read and parse ``entries``; in worker processes when there are many."""
     rows = _Rows(keep_texts)
     progress.start("parsing files", len(entries))
     with BlobReader(repo) as blobs:
-        for number, entry in enumerate(entries, start=1):
-            _index_entry(entry, blobs, policy, rows)
-            progress.advance()
-            if number % FREEZE_FILES == 0:
-                rows.freeze()
+        jobs = [job for entry in entries
+                if (job := _read_entry(entry, blobs, policy, rows)) is not None]
+    skipped = len(entries) - len(jobs)
+    progress.advance(skipped)
+    parsed_files = _parse_all(jobs, workers)
+    for number, (job, parsed) in enumerate(zip(jobs, parsed_files, strict=True), 1):
+        entry, _text, language, decode_errors = job
+        _add_file_row(rows, entry, language, parsed.role, "indexed", None,
+                      parsed.syntax_errors, decode_errors)
+        _add_parsed_rows(rows, parsed)
+        progress.advance()
+        if number % FREEZE_FILES == 0:
+            rows.freeze()
     progress.finish()
     return rows
 
 
-def _index_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy, rows: _Rows) -> None:
+_ParseJob = tuple[FileEntry, str, str, bool]  # entry, decoded text, language, decode errors
+
+
+def _read_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy,
+                rows: _Rows) -> _ParseJob | None:
+    """The file's parse job, or None after recording why it is skipped."""
     language = language_for_path(entry.path)
     reason = _skip_reason_by_entry(entry, policy)
     data = b""
@@ -241,13 +263,27 @@ def _index_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy, rows: 
     if reason is not None or language is None:
         _add_file_row(rows, entry, language, classify_path(entry.path, ""), "skipped",
                       reason or "unsupported file type")
-        return
+        return None
     text, decode_errors = decode_text(data)
-    role = classify_path(entry.path, text)
-    parsed = parse_file(entry.path, text, language, role)
-    _add_file_row(rows, entry, language, role, "indexed", None,
-                  parsed.syntax_errors, decode_errors)
-    _add_parsed_rows(rows, parsed)
+    return entry, text, language, decode_errors
+
+
+def _parse_job(job: _ParseJob) -> ParsedFile:
+    entry, text, language, _decode_errors = job
+    return parse_file(entry.path, text, language, classify_path(entry.path, text))
+
+
+def _parse_all(jobs: list[_ParseJob], workers: int) -> Iterator[ParsedFile]:
+    """Parse in order; files are independent, so many are spread over worker processes."""
+    workers = min(workers, os.cpu_count() or 1)
+    if len(jobs) < PARALLEL_MIN_FILES or workers < 2:
+        yield from map(_parse_job, jobs)
+        return
+    # fork: the workers inherit the loaded grammars and need no imports; they touch
+    # neither DuckDB nor the model, which are the parent's alone.
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        yield from pool.map(_parse_job, jobs, chunksize=PARSE_CHUNK_FILES)
 
 
 def _skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
