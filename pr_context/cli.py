@@ -322,5 +322,88 @@ def review_command(repo: str, base: str, head: str, db: Path, out_dir: Path, top
                    f"{outputs.summary.name}")
 
 
+_ACTION_ENV = "PR_CONTEXT_"
+
+
+@cli.command("action")
+@click.option("--repo", envvar="GITHUB_WORKSPACE", default=".", show_default=True,
+              help="The checked-out repository [env: GITHUB_WORKSPACE].")
+@click.option("--db", envvar="PR_CONTEXT_DB", type=click.Path(dir_okay=False, path_type=Path),
+              help="Index file of the base revision (restored from the cache) "
+                   "[env: PR_CONTEXT_DB; default: $RUNNER_TEMP/pr-context/index.duckdb].")
+@click.option("--out", "out_dir", envvar="PR_CONTEXT_OUT",
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for evidence.json, comment.md, summary.md and "
+                   "action-report.json [env: PR_CONTEXT_OUT; default: "
+                   "$RUNNER_TEMP/pr-context/out].")
+@click.option("--config", envvar="PR_CONTEXT_CONFIG", default=".github/pr-context.yml",
+              show_default=True,
+              help="Config file in the repository, read at the base revision "
+                   "[env: PR_CONTEXT_CONFIG].")
+@click.option("--model", envvar="PR_CONTEXT_MODEL", default=None,
+              help="Embedding model; empty: the bundled offline default "
+                   "[env: PR_CONTEXT_MODEL].")
+@click.option("--embeddings/--no-embeddings", envvar="PR_CONTEXT_EMBEDDINGS", default=True,
+              show_default=True, help="Use the embedding model [env: PR_CONTEXT_EMBEDDINGS].")
+@click.option("--top-k", envvar="PR_CONTEXT_TOP_K", default=DEFAULT_TOP_K, show_default=True,
+              type=click.IntRange(min=1),
+              help="Items per category in the comment [env: PR_CONTEXT_TOP_K].")
+@click.option("--comment", envvar="PR_CONTEXT_COMMENT", default="sticky", show_default=True,
+              type=click.Choice(["sticky", "off"]),
+              help="Post and update one sticky comment, or none [env: PR_CONTEXT_COMMENT].")
+@click.option("--fail-on", envvar="PR_CONTEXT_FAIL_ON", default="", metavar="LIST",
+              help="Exit 1 when any of these hold (comma-separated): stale-docs, "
+                   "callers-not-updated; eval-gate is checked by the action's eval step "
+                   "[env: PR_CONTEXT_FAIL_ON].")
+@click.option("--skip-drafts/--no-skip-drafts", envvar="PR_CONTEXT_SKIP_DRAFTS", default=True,
+              show_default=True, help="Skip draft pull requests [env: PR_CONTEXT_SKIP_DRAFTS].")
+@click.option("--comment-when-empty/--no-comment-when-empty",
+              envvar="PR_CONTEXT_COMMENT_WHEN_EMPTY", default=False, show_default=True,
+              help="Comment even when no symbol changed [env: PR_CONTEXT_COMMENT_WHEN_EMPTY].")
+@click.option("--prepare", "prepare_only", is_flag=True,
+              help="Only work out the cache plan and write it to GITHUB_OUTPUT: "
+                   "cache-key, cache-restore-prefix, index-path, save-cache, base-sha, run.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
+def action_command(repo: str, db: Path | None, out_dir: Path | None, config: str,
+                   model: str | None, embeddings: bool, top_k: int, comment: str,
+                   fail_on: str, skip_drafts: bool, comment_when_empty: bool,
+                   prepare_only: bool, quiet: bool) -> None:
+    """Run inside GitHub Actions: review a PR, answer a slash command, or index a push.
+
+    Reads the standard environment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
+    GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_SERVER_URL, GITHUB_OUTPUT,
+    GITHUB_STEP_SUMMARY, RUNNER_TEMP) and the token from GITHUB_TOKEN. pull_request:
+    review base..head, write the step summary, outputs (evidence-path, test-selection,
+    changed-symbols, comment-url) and one sticky comment, updated in place.
+    issue_comment: /pr-context refresh | search QUERY | explain SYMBOL | help, for
+    collaborators with write access. push, workflow_dispatch: build or update the index.
+    Exits 0 (also when a fork's read-only token could not comment: a warning says so),
+    1 when a fail-on condition holds or the GitHub API kept failing (files are still
+    written), 2 for bad input.
+    """
+    from pr_context.action import ActionSettings, parse_fail_on, prepare, run_action
+    from pr_context.action.events import ActionEnv
+    from pr_context.action.outputs import workflow_command, write_outputs
+
+    env = ActionEnv.from_environ()
+    settings = ActionSettings(
+        repo=Path(repo), db=db or env.runner_temp / "pr-context" / "index.duckdb",
+        out=out_dir or env.runner_temp / "pr-context" / "out", config=config,
+        model=model or None, embeddings=embeddings, top_k=top_k,
+        comment="off" if comment == "off" else "sticky", fail_on=parse_fail_on(fail_on),
+        skip_drafts=skip_drafts, comment_when_empty=comment_when_empty)
+    if prepare_only:
+        plan = prepare(settings, env)
+        write_outputs(env.output, plan)
+        click.echo(" ".join(f"{k}={v}" for k, v in plan.items()))
+        return
+    record = run_action(settings, env, progress_for(sys.stderr, quiet))
+    for level, message in record.annotations:
+        click.echo(workflow_command(level, message))
+    click.echo(f"pr-context action: {record.outcome or 'done'}")
+    if record.exit_code:
+        sys.exit(record.exit_code)
+
+
 def main() -> None:
     cli(prog_name="pr-context")

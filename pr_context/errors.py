@@ -6,6 +6,8 @@ PrContextError                 base; ``exit_code`` says how the process ends
  │    ├── UnknownRevisionError the revision does not name a commit
  │    └── ConfigError          a configuration file or option is invalid
  ├── GitError (1)              git failed for a reason other than bad input
+ ├── GitHubApiError (1)        the GitHub API refused or kept failing
+ │    └── ReadOnlyTokenError   the token may read but not write (fork pull requests)
  ├── IndexFileError (1)        the index file cannot be opened or written
  └── EmbeddingError (1)        the embedding model cannot be loaded or run
 
@@ -20,9 +22,11 @@ __all__ = [
     "ConfigError",
     "EmbeddingError",
     "GitError",
+    "GitHubApiError",
     "IndexFileError",
     "NotARepositoryError",
     "PrContextError",
+    "ReadOnlyTokenError",
     "UnknownRevisionError",
 ]
 
@@ -50,6 +54,14 @@ class ConfigError(BadInputError):
 
 
 class GitError(PrContextError):
+    pass
+
+
+class GitHubApiError(PrContextError):
+    pass
+
+
+class ReadOnlyTokenError(GitHubApiError):
     pass
 
 

@@ -24,7 +24,10 @@ __all__ = [
     "changed_paths",
     "commit_exists",
     "commit_file_lists",
+    "fetch",
+    "has_remote",
     "list_files",
+    "merge_base",
     "open_repository",
     "read_blob",
     "resolve_revision",
@@ -65,7 +68,8 @@ class PathChange:
     old_path: str | None = None  # set for renames and copies
 
 
-def _run(repo_path: Path, args: Sequence[str], stdin: bytes | None = None) -> bytes:
+def _run(repo_path: Path, args: Sequence[str], stdin: bytes | None = None,
+         env: dict[str, str] | None = None) -> bytes:
     """Run git in ``repo_path`` and return stdout; raise GitError on failure."""
     try:
         done = subprocess.run(
@@ -73,7 +77,7 @@ def _run(repo_path: Path, args: Sequence[str], stdin: bytes | None = None) -> by
             cwd=repo_path,
             input=stdin,
             capture_output=True,
-            env={**os.environ, **_GIT_ENV},
+            env={**os.environ, **_GIT_ENV, **(env or {})},
             check=True,
         )
     except FileNotFoundError as exc:
@@ -132,6 +136,32 @@ def commit_exists(repo: Repository, sha: str) -> bool:
     except GitError:
         return False
     return True
+
+
+def merge_base(repo: Repository, a: Sha, b: Sha) -> Sha | None:
+    """The best common ancestor of two commits; None when the history does not have one."""
+    try:
+        out = _run(repo.path, ["merge-base", a, b]).decode().strip()
+    except GitError:  # no common ancestor, or a shallow history that hides it
+        return None
+    return Sha(out) if out else None
+
+
+def has_remote(repo: Repository, name: str) -> bool:
+    """Whether the repository has a remote called ``name``."""
+    try:
+        return name in _run(repo.path, ["remote"]).decode().split()
+    except GitError:
+        return False
+
+
+def fetch(repo: Repository, remote: str, refspecs: Sequence[str],
+          env: dict[str, str] | None = None) -> None:
+    """``git fetch --no-tags REMOTE REFSPECS...``; ``env`` may carry credentials.
+
+    :raises GitError: the fetch failed (the message is git's last line of stderr).
+    """
+    _run(repo.path, ["fetch", "--no-tags", "--quiet", remote, *refspecs], env=env)
 
 
 def list_files(repo: Repository, sha: Sha) -> list[FileEntry]:

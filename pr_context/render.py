@@ -13,7 +13,8 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -21,20 +22,33 @@ from markupsafe import Markup
 
 from pr_context.report import EvidenceItem, Report, SymbolReport
 
+if TYPE_CHECKING:
+    from pr_context.retrieve import SearchHit
+
 __all__ = [
+    "COMMANDS_HELP",
     "COMMENT_MARKER",
+    "EXPLAIN_MAX_ITEMS",
     "MAX_COMMENT_CHARS",
+    "REPLY_MARKER",
     "escape_html",
     "escape_markdown",
     "headline",
     "render_comment",
+    "render_explain",
+    "render_help",
+    "render_message",
+    "render_refusal",
+    "render_search",
     "render_summary",
 ]
 
 COMMENT_MARKER = "<!-- pr-context:v1 -->"
+REPLY_MARKER = "<!-- pr-context:reply -->"  # replies are never taken for the sticky comment
 MAX_COMMENT_CHARS = 65_000  # GitHub rejects comment bodies over 65,536 characters
 MAX_TEXT_CHARS = 300  # one reason or name: longer text is cut, evidence.json has it all
 SUMMARY_MAX_SYMBOLS = 50  # the step summary is an overview, not the full list
+EXPLAIN_MAX_ITEMS = 100  # per category in an explain reply: "in full", within reason
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")  # "![", "](" die with "["
 _ZWJ = "\u200d"  # after "@" it stops GitHub from reading a mention
@@ -129,16 +143,30 @@ def _comment_text(report: Report, blocks: Sequence[dict[str, Any]], shown: int) 
 
 
 def _symbol_view(report: Report, symbol: SymbolReport) -> dict[str, Any]:
+    return _block(symbol, report.top_k, _Where(report.base, report.head, report.link_base))
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Revisions and the repository URL that locations link to."""
+
+    base: str
+    head: str
+    link_base: str | None
+
+
+def _block(symbol: SymbolReport, top_k: int, where: _Where) -> dict[str, Any]:
+    """One changed symbol's view: location, counts, top ``top_k`` items per category."""
     categories = [("Callers", symbol.callers), ("Linked tests", symbol.tests),
                   ("Possibly-stale docs", symbol.docs)]
     return {
         "symbol": symbol, "change": _CHANGE_WORDS.get(symbol.change, symbol.change),
-        "location": _location(report, symbol.path, symbol.start_line,
-                              report.base if symbol.change == "removed" else report.head),
+        "location": _location(where, symbol.path, symbol.start_line,
+                              where.base if symbol.change == "removed" else where.head),
         "counts": _symbol_counts(symbol),
-        "categories": [{"title": title, "entries": [_item_view(report, i)
-                                                   for i in items[:report.top_k]],
-                        "more": max(len(items) - report.top_k, 0)}
+        "categories": [{"title": title, "entries": [_item_view(where, i)
+                                                   for i in items[:top_k]],
+                        "more": max(len(items) - top_k, 0)}
                        for title, items in categories if items],
     }
 
@@ -153,17 +181,17 @@ def _symbol_counts(symbol: SymbolReport) -> str:
                        _count(len(symbol.docs), "doc")])
 
 
-def _item_view(report: Report, item: EvidenceItem) -> dict[str, Any]:
+def _item_view(where: _Where, item: EvidenceItem) -> dict[str, Any]:
     line = item.line if item.line is not None else item.start_line
-    return {"location": _location(report, item.path, line, item.revision),
+    return {"location": _location(where, item.path, line, item.revision),
             "reason": item.reason, "flag": item.needs_update}
 
 
-def _location(report: Report, path: str, line: int, revision: str | None) -> Markup:
+def _location(where: _Where, path: str, line: int, revision: str | None) -> Markup:
     code = Markup(f"<code>{escape_markdown(f'{path}:{line}')}</code>")
-    if report.link_base is None:
+    if where.link_base is None:
         return code
-    url = (f"{report.link_base.rstrip('/')}/blob/{revision or report.head}/"
+    url = (f"{where.link_base.rstrip('/')}/blob/{revision or where.head}/"
            f"{quote(path, safe='/')}#L{line}")
     return Markup(f"[{code}]({html.escape(url, quote=True)})")
 
@@ -180,3 +208,57 @@ def render_summary(report: Report) -> str:
                  for s in report.symbols[:SUMMARY_MAX_SYMBOLS]],
         omitted=max(len(report.symbols) - SUMMARY_MAX_SYMBOLS, 0),
         selection=report.test_selection)
+
+
+# -- slash-command replies ------------------------------------------------------------------
+
+COMMANDS_HELP = (
+    ("/pr-context refresh", "review the PR's current head again and update the comment"),
+    ("/pr-context search <query>", "search the code, tests and docs at the PR's head"),
+    ("/pr-context explain <symbol>", "every caller, linked test and doc of one symbol"),
+    ("/pr-context help", "this list"),
+)
+
+
+def render_help(unknown: str | None = None) -> str:
+    """The command list; ``unknown`` is the command that was not understood, if any."""
+    return _fit(_ENV.get_template("help.md.j2").render(
+        marker=Markup(REPLY_MARKER), unknown=unknown, commands=COMMANDS_HELP))
+
+
+def render_message(text: str) -> str:
+    """A one-line reply, escaped like everything else."""
+    return f"{REPLY_MARKER}\n{escape_markdown(text)}\n"
+
+
+def render_refusal(login: str, permission: str) -> str:
+    """A visible, polite no for a commenter without write access."""
+    return _fit(_ENV.get_template("refusal.md.j2").render(
+        marker=Markup(REPLY_MARKER), login=login, permission=permission))
+
+
+def render_search(query: str, hits: Sequence[SearchHit], message: str | None, head: str,
+                  link_base: str | None) -> str:
+    """The reply to ``/pr-context search``: ranked hits at the PR's head."""
+    where = _Where(head, head, link_base)
+    return _fit(_ENV.get_template("search.md.j2").render(
+        marker=Markup(REPLY_MARKER), query=query, head=head, message=message,
+        hits=[{"hit": h, "location": _location(where, h.path, h.start_line, h.revision)}
+              for h in hits]))
+
+
+def render_explain(symbol: SymbolReport, base: str, head: str, link_base: str | None,
+                   others: Sequence[str] = ()) -> str:
+    """The reply to ``/pr-context explain``: one symbol's evidence in full."""
+    block = _block(symbol, EXPLAIN_MAX_ITEMS, _Where(base, head, link_base))
+    return _fit(_ENV.get_template("explain.md.j2").render(
+        marker=Markup(REPLY_MARKER), block=block, head=head, others=others[:10],
+        others_more=max(len(others) - 10, 0)))
+
+
+def _fit(text: str) -> str:
+    """``text`` cut at a line boundary to GitHub's comment limit, saying so."""
+    if len(text) <= MAX_COMMENT_CHARS:
+        return text
+    cut = text.rfind("\n", 0, MAX_COMMENT_CHARS - 200)
+    return text[:cut] + "\n\n(cut to fit GitHub's comment size limit)\n"

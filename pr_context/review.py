@@ -9,6 +9,7 @@ summary.md. Nothing here prints.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -53,8 +54,11 @@ __all__ = [
     "DEFAULT_TOP_K",
     "HEAD_INDEX_NAME",
     "REVIEW_BUDGET_S",
+    "Explanation",
     "ReviewOptions",
     "ReviewOutputs",
+    "explain",
+    "index_pair",
     "review",
     "write_review",
 ]
@@ -159,6 +163,71 @@ def review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Pa
         skipped_files=changes.skipped_files,
         notes=tuple(_notes(changes, excluded, skipped, len(wanted), options.budget_s)),
         top_k=options.top_k, link_base=options.link_base)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One head definition's callers, tests and docs; ``others`` share its name."""
+
+    symbol: SymbolReport
+    head: str
+    others: tuple[str, ...]
+
+
+def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Path,
+            name: str, embedder: Embedder | None, progress: Progress,
+            options: ReviewOptions | None = None) -> Explanation:
+    """Callers, linked tests and docs of the head definition ``name``, changed or not.
+
+    ``name`` is a qualified name, a dotted suffix of one, or a short name; several
+    matches prefer production code, then the shortest path. Indexes like ``review``.
+
+    :raises BadInputError: no definition at head has that name.
+    """
+    options = options or ReviewOptions()
+    base, head = resolve_revision(repo, base_rev), resolve_revision(repo, head_rev)
+    head_db = index_pair(repo, base, head, db, out_dir, embedder, progress, options)
+    head_side, _ = _load_side(head_db)
+    matches = _definitions_named(head_db, name.strip())
+    if not matches:
+        raise BadInputError(f"no function, method or class named {name!r} at {head[:12]}")
+    chosen = matches[0]
+    changed = next((s for s in changed_symbols_between(repo, base, head).symbols
+                    if s.qualified_name == chosen.qualified_name), None)
+    analysed = changed or chosen
+    pr_diff = _pr_diff(repo, base, head)
+    base_side = _load_side(db)[0] if analysed.change == "removed" else None
+    reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff, options.budget_s)
+    report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
+    return Explanation(report, head, tuple(m.qualified_name for m in matches[1:]))
+
+
+def index_pair(repo: Repository, base: Sha, head: Sha, db: Path, out_dir: Path,
+               embedder: Embedder | None, progress: Progress,
+               options: ReviewOptions) -> Path:
+    """Build or update ``db`` to ``base`` and its head copy in ``out_dir``; return the copy."""
+    build_index(repo, base, db, options.index_options, embedder, progress)
+    head_db = out_dir / HEAD_INDEX_NAME
+    _build_overlay(repo, head, db, head_db, embedder, progress, options)
+    return head_db
+
+
+def _definitions_named(db: Path, name: str) -> list[ChangedSymbol]:
+    """Head definitions ``name`` designates, best first, as unchanged symbols."""
+    with IndexStore.open_existing(db) as store:
+        rows = store.query(
+            "SELECT d.path, d.name, d.qualified_name, d.kind, d.start_line, d.end_line, "
+            "coalesce(f.role, 'production') FROM definitions d JOIN files f USING (path) "
+            "WHERE d.qualified_name = ? OR d.qualified_name LIKE ? ESCAPE '\\' OR d.name = ?",
+            [name, "%." + name.replace("%", "\\%").replace("_", "\\_"), name])
+    exact = [r for r in rows if r[2] == name]
+    ranked = sorted(exact or rows, key=lambda r: (r[6] != "production", len(r[0]), r[0], r[4]))
+    return [ChangedSymbol(
+        path=path, old_path=None, symbol=short, qualified_name=qualified,
+        old_qualified_name=None, kind=kind,
+        change="modified", cosmetic=False, start_line=start, end_line=end,
+        old_signature=None, new_signature=None, parameter_changes=(), changed_lines=())
+        for path, short, qualified, kind, start, end, _ in ranked]
 
 
 def write_review(report: Report, out_dir: Path) -> ReviewOutputs:

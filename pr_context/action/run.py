@@ -1,0 +1,461 @@
+"""``pr-context action``: one GitHub Actions event in; evidence, outputs and one comment out.
+
+- ``pull_request``: review base..head, write the step summary and outputs, then create
+  or update the one sticky comment (found by its marker and the bot's authorship). A
+  result for a head the PR has moved past is not posted: the newer run will post.
+- ``issue_comment``: ``/pr-context refresh|search|explain|help`` from a collaborator with
+  write access (asked of the API), acknowledged with a reaction and answered in a reply;
+  anyone else is refused visibly; bots and the bot's own comments are ignored.
+- ``push`` / ``workflow_dispatch``: index that commit, warming the cache for later PRs.
+
+Everything the run did is also written to ``OUT/action-report.json``. Nothing in the
+repository is executed; configuration is read from the base revision.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pr_context.action.events import (
+    PULL_REQUEST_ACTIONS,
+    ActionEnv,
+    CommentEvent,
+    PullRequestEvent,
+    PushEvent,
+    SlashCommand,
+    parse_command,
+    read_event,
+)
+from pr_context.action.github import WRITE_PERMISSIONS, GitHubClient, RetryPolicy
+from pr_context.action.outputs import append_summary, write_outputs
+from pr_context.embed import DEFAULT_MODEL
+from pr_context.errors import BadInputError, GitError, GitHubApiError, ReadOnlyTokenError
+from pr_context.git import (
+    Repository,
+    commit_exists,
+    fetch,
+    has_remote,
+    list_files,
+    merge_base,
+    open_repository,
+    read_blob,
+)
+from pr_context.index.build import NO_MODEL, IndexOptions, build_index
+from pr_context.index.schema import SCHEMA_VERSION
+from pr_context.models import Sha
+from pr_context.parse import PARSER_VERSION
+from pr_context.pipeline import Searcher, embedder_for
+from pr_context.policy import CONFIG_PATH
+from pr_context.progress import Progress
+from pr_context.render import (
+    COMMENT_MARKER,
+    REPLY_MARKER,
+    render_comment,
+    render_explain,
+    render_help,
+    render_message,
+    render_refusal,
+    render_search,
+    render_summary,
+)
+from pr_context.report import DEFAULT_TOP_K, Report
+from pr_context.review import ReviewOptions, explain, index_pair, review, write_review
+
+__all__ = [
+    "API_RETRY",
+    "FAIL_ON_CHOICES",
+    "REPORT_NAME",
+    "ActionRun",
+    "ActionSettings",
+    "index_fingerprint",
+    "parse_fail_on",
+    "prepare",
+    "run_action",
+]
+
+FAIL_ON_CHOICES = ("stale-docs", "callers-not-updated", "eval-gate")
+REPORT_NAME = "action-report.json"
+SEARCH_RESULTS = 10
+API_RETRY = RetryPolicy()
+API_THROTTLE = True  # PyGithub's pauses between requests
+
+
+@dataclass(frozen=True)
+class ActionSettings:
+    """The action's inputs (CLI options or PR_CONTEXT_* variables)."""
+
+    repo: Path
+    db: Path
+    out: Path
+    config: str = CONFIG_PATH  # path in the repository, read at the base revision
+    model: str | None = None  # None: the bundled default
+    embeddings: bool = True
+    top_k: int = DEFAULT_TOP_K
+    comment: Literal["sticky", "off"] = "sticky"
+    fail_on: frozenset[str] = frozenset()
+    skip_drafts: bool = True
+    comment_when_empty: bool = False
+
+
+@dataclass
+class ActionRun:
+    """What one run did: printed as annotations and written as action-report.json."""
+
+    event: str
+    outcome: str = ""
+    outputs: dict[str, str] = field(default_factory=dict)
+    annotations: list[tuple[str, str]] = field(default_factory=list)  # (level, message)
+    comment_url: str = ""
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failures else 0
+
+    def note(self, level: Literal["notice", "warning", "error"], message: str) -> None:
+        self.annotations.append((level, message))
+
+    def fail(self, message: str) -> None:
+        self.failures.append(message)
+        self.note("error", message)
+
+
+def parse_fail_on(text: str) -> frozenset[str]:
+    """``"stale-docs, callers-not-updated"`` -> the set; unknown names are an error."""
+    names = frozenset(text.replace(",", " ").split())
+    unknown = sorted(names - set(FAIL_ON_CHOICES))
+    if unknown:
+        raise BadInputError(f"unknown fail-on condition {unknown[0]!r} "
+                            f"(known: {', '.join(FAIL_ON_CHOICES)})")
+    return names
+
+
+# -- prepare: the cache plan ----------------------------------------------------------------
+
+
+def prepare(settings: ActionSettings, env: ActionEnv) -> dict[str, str]:
+    """Outputs for the cache steps and whether the main step has anything to do."""
+    event = read_event(env)
+    base, run, save = "", False, False
+    if isinstance(event, PullRequestEvent):
+        base = event.base_sha
+        run = event.action in PULL_REQUEST_ACTIONS and not (event.draft and settings.skip_drafts)
+    elif isinstance(event, CommentEvent):
+        run = _wants_attention(event)
+        if run and env.token:
+            base = _client(env).pull(event.number).base_sha
+    elif isinstance(event, PushEvent):
+        base, run, save = event.sha, True, event.on_default_branch
+    prefix = f"pr-context-{env.runner_os}-{index_fingerprint(settings)}-"
+    return {"cache-key": prefix + (base or "none"), "cache-restore-prefix": prefix,
+            "index-path": str(settings.db), "save-cache": _bool(save), "base-sha": base,
+            "run": _bool(run)}
+
+
+def index_fingerprint(settings: ActionSettings) -> str:
+    """What makes an index file reusable: schema, parser and embedding model."""
+    model = (settings.model or DEFAULT_MODEL) if settings.embeddings else NO_MODEL
+    text = f"schema={SCHEMA_VERSION};parser={PARSER_VERSION};model={model}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _wants_attention(event: CommentEvent) -> bool:
+    return (event.action == "created" and event.on_pull_request
+            and parse_command(event.body) is not None and not _by_a_bot(event))
+
+
+def _by_a_bot(event: CommentEvent) -> bool:
+    return event.user_type == "Bot" or event.login.endswith("[bot]")
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+# -- run ------------------------------------------------------------------------------------
+
+
+def run_action(settings: ActionSettings, env: ActionEnv, progress: Progress) -> ActionRun:
+    """Handle the event; files, outputs and the report are written even when it fails."""
+    started = time.perf_counter()
+    event = read_event(env)
+    record = ActionRun(event=env.event_name)
+    try:
+        if isinstance(event, PullRequestEvent):
+            _on_pull_request(event, settings, env, progress, record)
+        elif isinstance(event, CommentEvent):
+            _on_comment(event, settings, env, progress, record)
+        elif isinstance(event, PushEvent):
+            _on_push(event, settings, env, progress, record)
+        else:
+            raise BadInputError(f"pr-context action handles pull_request, issue_comment, "
+                                f"push and workflow_dispatch events, not {event.name}")
+    except GitHubApiError as exc:  # a failed answer to a command; the review is written
+        record.fail(str(exc))
+    finally:
+        _finish(record, settings, env, time.perf_counter() - started)
+    return record
+
+
+def _finish(record: ActionRun, settings: ActionSettings, env: ActionEnv,
+            seconds: float) -> None:
+    outputs = {"evidence-path": "", "test-selection": "[]", "changed-symbols": "0",
+               "comment-url": record.comment_url, **record.outputs}
+    outputs["comment-url"] = record.comment_url
+    record.outputs = outputs
+    write_outputs(env.output, outputs)
+    report = {"event": record.event, "outcome": record.outcome, "outputs": outputs,
+              "annotations": [{"level": lv, "message": m} for lv, m in record.annotations],
+              "failures": record.failures, "exit_code": record.exit_code,
+              "seconds": round(seconds, 3)}
+    try:
+        settings.out.mkdir(parents=True, exist_ok=True)
+        (settings.out / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n",
+                                                encoding="utf-8")
+    except OSError as exc:
+        raise BadInputError(f"cannot write {settings.out / REPORT_NAME}: {exc}") from exc
+
+
+# -- pull_request ---------------------------------------------------------------------------
+
+
+def _on_pull_request(event: PullRequestEvent, settings: ActionSettings, env: ActionEnv,
+                     progress: Progress, record: ActionRun) -> None:
+    if event.action not in PULL_REQUEST_ACTIONS:
+        record.outcome = f"skipped: nothing to review on {event.action!r}"
+        record.note("notice", f"pull_request {event.action}: no code changed, nothing to do")
+        return
+    if event.draft and settings.skip_drafts:
+        record.outcome = "skipped: draft"
+        record.note("notice", f"#{event.number} is a draft: skipped (skip-drafts); "
+                              "it is reviewed when marked ready for review")
+        append_summary(env.step_summary, "## pr-context\n\nDraft pull request: skipped.\n")
+        return
+    report = _review(settings, env, event.number, event.base_sha, event.head_sha,
+                     progress, record)
+    record.outcome = "reviewed"
+    if settings.comment == "sticky":
+        _post_sticky(report, event.number, settings, env, record, fork=event.fork)
+    _check_fail_on(report, settings, record)
+
+
+def _review(settings: ActionSettings, env: ActionEnv, number: int, base_sha: str,
+            head_sha: str, progress: Progress, record: ActionRun) -> Report:
+    """Review the PR's own changes (from the merge base) and publish files and outputs."""
+    repo = open_repository(settings.repo)
+    _ensure_commits(repo, env, number, (base_sha, head_sha))
+    base = merge_base(repo, Sha(base_sha), Sha(head_sha))
+    if base is None:
+        record.note("warning", f"no merge base of {base_sha[:12]} and {head_sha[:12]} in "
+                               "this checkout (shallow?): reviewing the base tip instead; "
+                               "check out with fetch-depth: 0 for the PR's own changes")
+        base = Sha(base_sha)
+    options = _review_options(settings, env, repo, Sha(base_sha))
+    report = review(repo, base, head_sha, settings.db, settings.out,
+                    embedder_for(settings.model, not settings.embeddings, settings.db),
+                    progress, options)
+    report = dataclasses.replace(report, repository=env.repository)
+    outputs = write_review(report, settings.out)
+    append_summary(env.step_summary, render_summary(report))
+    record.outputs.update({
+        "evidence-path": str(outputs.evidence),
+        "test-selection": json.dumps(list(report.test_selection)),
+        "changed-symbols": str(len(report.symbols))})
+    return report
+
+
+def _review_options(settings: ActionSettings, env: ActionEnv, repo: Repository,
+                    base: Sha) -> ReviewOptions:
+    config_text = _config_at(repo, base, settings.config)
+    return ReviewOptions(top_k=settings.top_k, link_base=env.repository_url,
+                         index_options=IndexOptions(config_text=config_text))
+
+
+def _config_at(repo: Repository, revision: Sha, path: str) -> str:
+    """The config file's text at ``revision`` ("" when absent), never the PR's version."""
+    entry = next((e for e in list_files(repo, revision) if e.path == path), None)
+    if entry is None:
+        if path != CONFIG_PATH:
+            raise BadInputError(f"config file {path} does not exist at {revision[:12]}")
+        return ""
+    return read_blob(repo, entry.blob_sha).decode("utf-8", "replace")
+
+
+def _post_sticky(report: Report, number: int, settings: ActionSettings, env: ActionEnv,
+                 record: ActionRun, fork: bool) -> None:
+    if env.token is None:
+        record.note("warning", "GITHUB_TOKEN is not set: the comment was not posted "
+                               "(the step summary, outputs and artifact have everything)")
+        return
+    client = _client(env)
+    try:
+        current = client.pull(number).head_sha
+        if current != report.head:
+            record.note("notice", f"#{number} moved on to {current[:12]} while this run "
+                                  f"reviewed {report.head[:12]}: that run will comment")
+            return
+        if not report.symbols and not settings.comment_when_empty \
+                and client.find_sticky(number, COMMENT_MARKER) is None:
+            record.note("notice", "no changed symbols: no comment (comment-when-empty)")
+            return
+        posted = client.upsert_sticky(number, COMMENT_MARKER, render_comment(report))
+    except ReadOnlyTokenError as exc:
+        origin = "This pull request comes from a fork, so " if fork else ""
+        record.note("warning", f"{origin}the comment was not posted ({exc}); the step "
+                               "summary, outputs and evidence artifact have everything")
+        return
+    record.comment_url = posted.url
+    record.note("notice", f"{'created' if posted.created else 'updated'} {posted.url}")
+
+
+def _check_fail_on(report: Report, settings: ActionSettings, record: ActionRun) -> None:
+    if "stale-docs" in settings.fail_on and report.stale_docs:
+        record.fail(f"fail-on stale-docs: {report.stale_docs} possibly-stale doc(s)")
+    if "callers-not-updated" in settings.fail_on and report.callers_not_updated:
+        record.fail(f"fail-on callers-not-updated: {report.callers_not_updated} caller(s) "
+                    "still use a removed, renamed or changed signature")
+
+
+# -- issue_comment --------------------------------------------------------------------------
+
+
+def _on_comment(event: CommentEvent, settings: ActionSettings, env: ActionEnv,
+                progress: Progress, record: ActionRun) -> None:
+    command = parse_command(event.body)
+    if not _wants_attention(event) or command is None:
+        record.outcome = "ignored: not a /pr-context command from a person on a PR"
+        return
+    if env.token is None:
+        raise BadInputError("GITHUB_TOKEN is not set: slash commands need it")
+    client = _client(env)
+    if event.login == client.bot_login() or REPLY_MARKER in event.body \
+            or COMMENT_MARKER in event.body:
+        record.outcome = "ignored: the bot's own comment"
+        return
+    permission = client.permission(event.login)
+    if permission not in WRITE_PERMISSIONS:
+        client.react(event.number, event.comment_id, "-1")
+        client.reply(event.number, render_refusal(event.login, permission))
+        record.outcome = f"refused: {event.login} has {permission} permission"
+        record.note("notice", f"/pr-context from {event.login} refused: "
+                              f"{permission} permission, write needed")
+        return
+    client.react(event.number, event.comment_id, "eyes")
+    record.outcome = f"command: {command.verb}"
+    if not command.known or command.verb == "help":
+        unknown = None if command.verb == "help" else f"{command.verb} {command.argument}"
+        client.reply(event.number, render_help(unknown and unknown.strip()))
+        return
+    pull = client.pull(event.number)
+    if command.verb == "refresh":
+        report = _review(settings, env, event.number, pull.base_sha, pull.head_sha,
+                         progress, record)
+        _post_sticky(report, event.number, settings, env, record, fork=pull.fork)
+        return
+    body = _answer(command, settings, env, event.number, pull.base_sha, pull.head_sha,
+                   progress)
+    posted = client.reply(event.number, body)
+    record.comment_url = posted.url
+
+
+def _answer(command: SlashCommand, settings: ActionSettings, env: ActionEnv, number: int,
+            base_sha: str, head_sha: str, progress: Progress) -> str:
+    """The reply text for ``search`` or ``explain`` at the PR's head."""
+    repo = open_repository(settings.repo)
+    _ensure_commits(repo, env, number, (base_sha, head_sha))
+    base = merge_base(repo, Sha(base_sha), Sha(head_sha)) or Sha(base_sha)
+    options = _review_options(settings, env, repo, Sha(base_sha))
+    embedder = embedder_for(settings.model, not settings.embeddings, settings.db)
+    if command.verb == "explain":
+        try:
+            found = explain(repo, base, head_sha, settings.db, settings.out,
+                            command.argument, embedder, progress, options)
+        except BadInputError as exc:
+            return render_message(str(exc))
+        return render_explain(found.symbol, base, found.head, env.repository_url,
+                              found.others)
+    head_db = index_pair(repo, base, Sha(head_sha), settings.db, settings.out, embedder,
+                         progress, options)
+    searcher = Searcher(embedder, progress, options.index_options)
+    corpus = searcher.corpus(repo, head_sha, head_db)
+    outcome = searcher.search(corpus, command.argument, SEARCH_RESULTS)
+    return render_search(command.argument, outcome.hits, outcome.message, head_sha,
+                         env.repository_url)
+
+
+# -- push / workflow_dispatch ---------------------------------------------------------------
+
+
+def _on_push(event: PushEvent, settings: ActionSettings, env: ActionEnv,
+             progress: Progress, record: ActionRun) -> None:
+    repo = open_repository(settings.repo)
+    _ensure_commits(repo, env, None, (event.sha,))
+    options = IndexOptions(config_text=_config_at(repo, Sha(event.sha), settings.config))
+    result = build_index(repo, event.sha, settings.db, options,
+                         embedder_for(settings.model, not settings.embeddings, settings.db),
+                         progress)
+    how = "updated incrementally" if result.incremental else "built"
+    record.outcome = f"indexed {event.sha}"
+    append_summary(env.step_summary,
+                   f"## pr-context\n\nIndex {how} at `{event.sha[:12]}`: {result.files} "
+                   f"files, {result.chunks} chunks, {result.embedded} embedded, "
+                   f"{result.reused} reused.\n")
+    record.note("notice", f"index {how} at {event.sha[:12]}: {result.files} files")
+
+
+# -- GitHub and git -------------------------------------------------------------------------
+
+
+def _client(env: ActionEnv) -> GitHubClient:
+    assert env.token is not None
+    return GitHubClient(env.token, env.api_url, env.repository, API_RETRY,
+                        throttle=API_THROTTLE)
+
+
+def _ensure_commits(repo: Repository, env: ActionEnv, number: int | None,
+                    shas: tuple[str, ...]) -> None:
+    """Fetch commits a shallow or single-branch checkout lacks, or explain what to do."""
+    missing = [s for s in shas if not commit_exists(repo, s)]
+    if not missing:
+        return
+    refspecs = [missing] + ([[f"+refs/pull/{number}/head:refs/remotes/pull/{number}/head"]]
+                            if number is not None else [])
+    problem = ""
+    for refspec in refspecs:
+        try:
+            fetch(repo, _remote(repo, env), refspec, _auth_env(env))
+        except GitError as exc:
+            problem = _scrub(str(exc), env.token)
+        if all(commit_exists(repo, s) for s in shas):
+            return
+    lacking = next(s for s in shas if not commit_exists(repo, s))
+    raise BadInputError(f"commit {lacking[:12]} is not in the checkout at {repo.path} and "
+                        f"could not be fetched ({problem or 'not on the remote'}): use "
+                        "actions/checkout with fetch-depth: 0")
+
+
+def _remote(repo: Repository, env: ActionEnv) -> str:
+    if has_remote(repo, "origin"):
+        return "origin"
+    return f"{env.server_url.rstrip('/')}/{env.repository}.git"
+
+
+def _auth_env(env: ActionEnv) -> dict[str, str]:
+    """Credentials for the fetch through git's environment: never on a command line."""
+    if env.token is None:
+        return {}
+    basic = base64.b64encode(f"x-access-token:{env.token}".encode()).decode()
+    return {"GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": f"http.{env.server_url.rstrip('/')}/.extraheader",
+            "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}"}
+
+
+def _scrub(text: str, token: str | None) -> str:
+    return text.replace(token, "***") if token else text
