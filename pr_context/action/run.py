@@ -307,8 +307,9 @@ def _post_sticky(report: Report, number: int, settings: ActionSettings, env: Act
             return
         posted = client.upsert_sticky(number, COMMENT_MARKER, render_comment(report))
     except ReadOnlyTokenError as exc:
-        origin = "This pull request comes from a fork, so " if fork else ""
-        record.note("warning", f"{origin}the comment was not posted ({exc}); the step "
+        why = ("This pull request comes from a fork, whose token is read-only, so " if fork
+               else "The token may not comment (grant `pull-requests: write`), so ")
+        record.note("warning", f"{why}the comment was not posted ({exc}); the step "
                                "summary, outputs and evidence artifact have everything")
         return
     record.comment_url = posted.url

@@ -1,0 +1,36 @@
+# pr-context as a container: `docker run --rm -v "$PWD:/repo" IMAGE review --repo /repo ...`
+# CPU only, offline: the default embedding model is inside the installed package.
+FROM python:3.11-slim-bookworm
+
+# git: pr-context reads revisions, blobs and diffs through the git command line.
+# Not version-pinned on purpose: Debian replaces a package version with each security
+# update and drops the old one, so a pin would break the build instead of patching git.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends git \
+    && rm -rf /var/lib/apt/lists/* \
+    # The mounted repository belongs to the host's user, not to the container's.
+    && git config --system --add safe.directory '*'
+
+# PyPI's Linux torch wheel is the CUDA build; install the CPU build first so the
+# package's pin (pyproject.toml; tests/test_action_yml.py keeps these equal) is met.
+ARG TORCH_VERSION=2.13.0
+RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu \
+    "torch==${TORCH_VERSION}"
+
+WORKDIR /opt/pr-context
+COPY pyproject.toml README.md ./
+COPY pr_context ./pr_context
+RUN pip install --no-cache-dir . \
+    && useradd --create-home --uid 10001 pr-context
+
+# Nothing is downloaded at run time; caches go to a writable place whatever --user is.
+ENV HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 \
+    XDG_CACHE_HOME=/tmp/cache \
+    PYTHONDONTWRITEBYTECODE=1
+
+USER 10001
+WORKDIR /repo
+ENTRYPOINT ["pr-context"]
+CMD ["--help"]
