@@ -90,7 +90,19 @@ class Workflow:
             "GITHUB_OUTPUT": str(self.output), "GITHUB_STEP_SUMMARY": str(self.summary),
             "RUNNER_TEMP": str(self.runner_temp), "RUNNER_OS": "Linux",
             "GITHUB_TOKEN": self.token, "PR_CONTEXT_EMBEDDINGS": "false", **env}
-        return CliRunner().invoke(cli, ["action", "--quiet", *args], env=environ)
+        result = CliRunner().invoke(cli, ["action", "--quiet", *args], env=environ)
+        self.assert_no_token_leaked(result)
+        return result
+
+    def assert_no_token_leaked(self, result: Result) -> None:
+        """The token appears in no log line and no file the run wrote."""
+        assert self.token not in result.output
+        written = [self.output, self.summary,
+                   *(self.out.glob("*.json") if self.out.is_dir() else []),
+                   *(self.out.glob("*.md") if self.out.is_dir() else [])]
+        for path in written:
+            if path.is_file():
+                assert self.token not in path.read_text(), path
 
     def outputs(self) -> dict[str, str]:
         """GITHUB_OUTPUT parsed: ``name<<DELIM`` blocks and ``name=value`` lines."""
@@ -235,6 +247,31 @@ def test_fork_pull_request_with_read_only_token_still_writes_everything(
     for name in ("evidence.json", "comment.md", "summary.md", "action-report.json"):
         assert (workflow.out / name).is_file(), name
     assert "shop.session" in workflow.summary.read_text()
+
+
+def test_a_token_without_comment_permission_is_explained(workflow: Workflow) -> None:
+    base, head = open_pull(workflow, NEW_SESSION)
+    workflow.token = READ_ONLY_TOKEN
+
+    result = workflow.run("pull_request", pull_payload(base, head))
+
+    assert result.exit_code == 0, result.output
+    assert "grant `pull-requests: write`" in result.output
+    assert workflow.github.comments(REPO, NUMBER) == []
+
+
+def test_comment_off_and_closed_events_post_nothing(workflow: Workflow) -> None:
+    base, head = open_pull(workflow, NEW_SESSION)
+
+    result = workflow.run("pull_request", pull_payload(base, head), "--comment", "off")
+    assert result.exit_code == 0, result.output
+    assert workflow.outputs()["changed-symbols"] == "1"
+
+    result = workflow.run("pull_request", pull_payload(base, head, "closed"))
+    assert result.exit_code == 0, result.output
+    assert workflow.report()["outcome"] == "skipped: nothing to review on 'closed'"
+    assert workflow.github.comments(REPO, NUMBER) == []
+    assert not any(r.method != "GET" for r in workflow.github.requests)
 
 
 def test_secondary_rate_limit_then_success(workflow: Workflow) -> None:
@@ -443,6 +480,29 @@ def test_unknown_commands_get_the_help(workflow: Workflow) -> None:
     reply = workflow.github.comments(REPO, NUMBER)[-1]["body"]
     assert "did not understand" in reply and "/pr-context explain" in reply
     assert "<b>" not in reply
+
+
+def test_explain_of_an_unknown_symbol_and_an_empty_search_say_so(workflow: Workflow) -> None:
+    open_pull(workflow, NEW_SESSION)
+    for command, expected in (("/pr-context explain no_such_thing",
+                               "no function, method or class named"),
+                              ("/pr-context search quantum teleportation flux",
+                               "Nothing relevant found")):
+        cid = workflow.github.add_comment(REPO, NUMBER, command, "maintainer")
+        result = workflow.run("issue_comment", comment_payload(command, "maintainer", cid))
+        assert result.exit_code == 0, result.output
+        assert expected in workflow.github.comments(REPO, NUMBER)[-1]["body"]
+
+
+def test_commands_on_plain_issues_are_ignored(workflow: Workflow) -> None:
+    workflow.github.add_issue(REPO, 9)
+    payload = comment_payload("/pr-context help", "maintainer", 1)
+    payload["issue"] = {"number": 9, "title": "A bug"}
+
+    result = workflow.run("issue_comment", payload)
+
+    assert result.exit_code == 0, result.output
+    assert workflow.github.requests == []
 
 
 def test_plain_comments_and_the_bots_own_replies_are_ignored(workflow: Workflow) -> None:
