@@ -21,8 +21,14 @@ from pathlib import Path
 from pr_context.changes import ChangedSymbol, SymbolChanges, changed_symbols_between
 from pr_context.diff import parse_patch
 from pr_context.embed import Embedder
-from pr_context.errors import BadInputError, IndexFileError
-from pr_context.git import Repository, changed_paths, resolve_revision, unified_diff
+from pr_context.errors import BadInputError, GitError, IndexFileError
+from pr_context.git import (
+    Repository,
+    changed_paths,
+    read_blob,
+    resolve_revision,
+    unified_diff,
+)
 from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph
 from pr_context.index.build import IndexOptions, IndexResult, build_index
 from pr_context.index.store import IndexStore, Manifest
@@ -49,6 +55,7 @@ from pr_context.report import (
 )
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from pr_context.secrets import redact_secrets
+from pr_context.signatures import call_arguments, python_call_break
 
 __all__ = [
     "DEFAULT_TOP_K",
@@ -71,6 +78,7 @@ _BREAKING_CHANGES = frozenset({"signature_changed", "removed", "renamed"})
 # Changed files with these roles are counted, not analysed: nobody reviews them by hand.
 _EXCLUDED_ROLES = frozenset({"generated", "vendored"})
 _NOT_UPDATED = "not updated in this PR"
+_CALL_LINES = 30  # lines after a call site read to find the end of its arguments
 
 
 @dataclass(frozen=True)
@@ -153,7 +161,7 @@ def review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Pa
                  else None)
     with timer.stage("analyse"):
         symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
-                                               options.budget_s)
+                                               options.budget_s, _Sources(repo))
     timer.stages["total"] = round((time.perf_counter() - started) * 1000)
     return Report(
         repository=str(repo.path), base=base, head=head,
@@ -197,7 +205,8 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     analysed = changed or chosen
     pr_diff = _pr_diff(repo, base, head)
     base_side = _load_side(db)[0] if analysed.change == "removed" else None
-    reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff, options.budget_s)
+    reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff, options.budget_s,
+                                 _Sources(repo))
     report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
     return Explanation(report, head, tuple(m.qualified_name for m in matches[1:]))
 
@@ -311,7 +320,7 @@ def _pr_diff(repo: Repository, base: Sha, head: Sha) -> _PrDiff:
 
 def _analyse_all(
     symbols: list[ChangedSymbol], head: _Side, base: _Side | None, pr: _PrDiff,
-    budget_s: float,
+    budget_s: float, sources: _Sources,
 ) -> tuple[list[SymbolReport], list[Evidence], int]:
     """Every symbol's report, all linked tests, and how many symbols the budget skipped."""
     reports, tests, skipped = [], [], 0
@@ -328,7 +337,7 @@ def _analyse_all(
         docs = stale_docs(change, head.links, set(pr.paths), head.corpus, vector)
         tests.extend(linked)
         reports.append(_symbol_report(
-            change, _caller_items(change, holder, head, pr),
+            change, _caller_items(change, holder, head, pr, sources),
             _link_items(linked, holder, head), _link_items(docs, head, head)))
     return reports, tests, skipped
 
@@ -346,17 +355,61 @@ def _symbol_report(change: ChangedSymbol, callers: Iterable[EvidenceItem],
         cosmetic=change.cosmetic, analysed=analysed)
 
 
-def _caller_items(change: ChangedSymbol, holder: _Side, head: _Side,
-                  pr: _PrDiff) -> list[EvidenceItem]:
+def _caller_items(change: ChangedSymbol, holder: _Side, head: _Side, pr: _PrDiff,
+                  sources: _Sources) -> list[EvidenceItem]:
     """Callers ranked with the ones the PR left on a broken signature first."""
     at_base = holder is not head
-    found = [(c, _caller_updated(c, at_base, head, pr)) for c in
-             callers_of(holder.graph, change.qualified_name)]
     breaking = change.change in _BREAKING_CHANGES
-    found.sort(key=lambda f: (not (breaking and not f[1]), -f[0].confidence, f[0].path,
-                              f[0].line, f[0].column))
-    return [_caller_item(rank, caller, updated, breaking and not updated, holder, at_base,
-                         pr) for rank, (caller, updated) in enumerate(found, start=1)]
+    found = []
+    for caller in callers_of(holder.graph, change.qualified_name):
+        updated = _caller_updated(caller, at_base, head, pr)
+        problem = (_call_problem(change, caller, holder, sources)
+                   if breaking and not updated else None)
+        found.append((caller, updated, problem))
+    found.sort(key=lambda f: (f[2] is None, -f[0].confidence, f[0].path, f[0].line,
+                              f[0].column))
+    return [_caller_item(rank, caller, updated, problem, holder, at_base, pr)
+            for rank, (caller, updated, problem) in enumerate(found, start=1)]
+
+
+def _call_problem(change: ChangedSymbol, caller: Caller, side: _Side,
+                  sources: _Sources) -> str | None:
+    """Why the call needs an update ("" when not said more precisely), or None: it fits.
+
+    Python calls to a changed signature are checked argument by argument; other
+    languages, other breaking changes and references that are not calls are all flagged.
+    """
+    if (change.change != "signature_changed" or change.old_signature is None
+            or change.new_signature is None or not change.path.endswith(".py")
+            or not caller.path.endswith(".py")):
+        return ""
+    text = sources.text_from(side.sha, caller.path, caller.line, caller.column)
+    call = call_arguments(text) if text is not None else None
+    if call is None:
+        return ""
+    return python_call_break(call, change.old_signature, change.new_signature, change.symbol)
+
+
+class _Sources:
+    """File text at a revision, read once per file, for checking call sites."""
+
+    def __init__(self, repo: Repository) -> None:
+        self._repo = repo
+        self._lines: dict[tuple[str, str], list[bytes] | None] = {}
+
+    def text_from(self, sha: str, path: str, line: int, column: int) -> str | None:
+        """The source from 1-based ``line``, byte ``column`` onwards (a few lines)."""
+        key = (sha, path)
+        if key not in self._lines:
+            try:
+                self._lines[key] = read_blob(self._repo, f"{sha}:{path}").splitlines()
+            except GitError:
+                self._lines[key] = None
+        lines = self._lines[key]
+        if lines is None or not 0 < line <= len(lines):
+            return None
+        window = [lines[line - 1][column:], *lines[line:line + _CALL_LINES]]
+        return b"\n".join(window).decode("utf-8", "replace")
 
 
 def _caller_updated(caller: Caller, at_base: bool, head: _Side, pr: _PrDiff) -> bool:
@@ -367,17 +420,20 @@ def _caller_updated(caller: Caller, at_base: bool, head: _Side, pr: _PrDiff) -> 
     return caller.line in pr.added.get(caller.path, frozenset())
 
 
-def _caller_item(rank: int, caller: Caller, updated: bool, needs_update: bool, side: _Side,
+def _caller_item(rank: int, caller: Caller, updated: bool, problem: str | None, side: _Side,
                  at_base: bool, pr: _PrDiff) -> EvidenceItem:
     start, end = side.spans.get(caller.enclosing or "", (caller.line, caller.line))
-    reason = caller.reason + (f"; {_NOT_UPDATED}" if needs_update else "")
+    reason = caller.reason
+    if problem is not None:
+        reason += f"; {problem}" if problem else ""
+        reason += f"; {_NOT_UPDATED}"
     return EvidenceItem(
         rank=rank, path=caller.path, symbol=caller.enclosing,
         role=side.links.roles.get(caller.path, "production"), start_line=start,
         end_line=end, revision=side.sha, score=caller.confidence,
         signals={caller.how: caller.confidence}, reason=_reason(reason, side, at_base),
         touched_in_pr=caller.path in pr.paths, line=caller.line, updated_in_pr=updated,
-        needs_update=needs_update)
+        needs_update=problem is not None)
 
 
 def _link_items(found: list[Evidence], side: _Side, head: _Side) -> list[EvidenceItem]:

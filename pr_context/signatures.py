@@ -12,7 +12,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["matching_paren", "parameter_changes"]
+__all__ = ["CallArguments", "call_arguments", "matching_paren", "parameter_changes",
+           "python_call_break"]
 
 _SELF_NAMES = frozenset({"self", "cls", "&self", "&mut self", "mut self", "this"})
 _MODIFIERS = re.compile(r"^(?:(?:public|private|protected|readonly|override|mut)\s+)+")
@@ -46,6 +47,115 @@ def parameter_changes(
     if _shown(old_return) != _shown(new_return) and _key(old_return) != _key(new_return):
         changes.append(f"return annotation: {_shown(old_return)} -> {_shown(new_return)}")
     return tuple(changes)
+
+
+@dataclass(frozen=True)
+class CallArguments:
+    """What a call passes: positional count, keyword names, and whether it splats."""
+
+    positional: int
+    keywords: frozenset[str]
+    splat: bool  # *args or **kwargs: which parameters they fill is unknown
+
+
+_KEYWORD_ARGUMENT = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)")
+_IDENTIFIER_CHAR = re.compile(r"[\w.]")
+
+
+def call_arguments(text: str) -> CallArguments | None:
+    """The arguments of the call whose callee name starts ``text``; None when no call follows.
+
+    ``text`` runs from the callee's name to (at least) the end of the call, as in source.
+    """
+    i = 0
+    while i < len(text) and _IDENTIFIER_CHAR.match(text[i]):
+        i += 1
+    while i < len(text) and text[i] in " \t\r\n\\":
+        i += 1
+    if i >= len(text) or text[i] != "(":
+        return None
+    closing = matching_paren(text, i)
+    positional, keywords, splat = 0, set(), False
+    for part in (p.strip() for p in _split_top_level(text[i + 1:closing], ",")):
+        if part.startswith("*"):
+            splat = True
+        elif (keyword := _KEYWORD_ARGUMENT.match(part)) is not None:
+            keywords.add(keyword.group(1))
+        else:
+            positional += 1
+    return CallArguments(positional, frozenset(keywords), splat)
+
+
+@dataclass(frozen=True)
+class _PyParam:
+    name: str
+    kind: str  # positional | keyword | var_positional | var_keyword
+    default: str | None
+
+
+def python_call_break(call: CallArguments, old_signature: str, new_signature: str,
+                      name: str) -> str | None:
+    """Why a Python call written for ``old_signature`` is wrong for ``new_signature``.
+
+    None when the call still binds the same arguments to the same parameters and relies
+    on no default that changed. A call that splats ``*args``/``**kwargs`` cannot be
+    checked and is reported as such.
+    """
+    if call.splat:
+        return "passes *args or **kwargs, which may fill a changed parameter"
+    old, new = _python_params(old_signature, name), _python_params(new_signature, name)
+    old_positional = [p for p in old if p.kind == "positional"]
+    new_positional = [p for p in new if p.kind == "positional"]
+    new_by_name = {p.name: p for p in new if p.kind in ("positional", "keyword")}
+    takes_any_keyword = any(p.kind == "var_keyword" for p in new)
+    for keyword in sorted(call.keywords):
+        if keyword not in new_by_name and not takes_any_keyword:
+            return f"passes {keyword}=, which the new signature does not take"
+    for i in range(call.positional):
+        if i >= len(new_positional):
+            if not any(p.kind == "var_positional" for p in new):
+                return (f"passes {call.positional} positional arguments; the new signature "
+                        f"takes {len(new_positional)}")
+            break
+        if i < len(old_positional) and old_positional[i].name != new_positional[i].name:
+            return (f"argument {i + 1} now binds {new_positional[i].name}, "
+                    f"not {old_positional[i].name}")
+    filled = set(call.keywords) | {p.name for p in new_positional[:call.positional]}
+    old_defaults = {p.name: p.default for p in old}
+    for param in new_by_name.values():
+        if param.name in filled:
+            continue
+        if param.default is None:
+            return f"does not pass {param.name}, which is now required"
+        if param.name in old_defaults and _key(old_defaults[param.name]) != _key(param.default):
+            return f"relies on the default of {param.name}, which changed"
+    return None
+
+
+def _python_params(signature: str, name: str) -> list[_PyParam]:
+    found = re.search(rf"\b{re.escape(name)}\b", signature)
+    opening = signature.find("(", found.end() if found else 0)
+    if opening < 0:
+        return []
+    closing = matching_paren(signature, opening)
+    params, keyword_only = [], False
+    for index, part in enumerate(p.strip() for p in
+                                 _split_top_level(signature[opening + 1:closing], ",")):
+        pieces = _split_top_level(part, "=")
+        default = "=".join(pieces[1:]).strip() or None
+        raw = _split_first_colon(pieces[0].strip())[0].strip()
+        if raw == "/" or (index == 0 and raw in _SELF_NAMES):
+            continue
+        if raw == "*":
+            keyword_only = True
+        elif raw.startswith("**"):
+            params.append(_PyParam(raw[2:], "var_keyword", None))
+        elif raw.startswith("*"):
+            keyword_only = True
+            params.append(_PyParam(raw[1:], "var_positional", None))
+        else:
+            params.append(_PyParam(raw, "keyword" if keyword_only else "positional", default))
+    return params
 
 
 def _name_changes(old: Sequence[_Param], new: Sequence[_Param]) -> list[str]:

@@ -358,7 +358,7 @@ def test_fail_on_callers_not_updated(workflow: Workflow) -> None:
                           PR_CONTEXT_FAIL_ON="callers-not-updated, stale-docs")
 
     assert result.exit_code == 1
-    assert "fail-on callers-not-updated: 2 caller(s)" in result.output
+    assert "fail-on callers-not-updated: 1 caller(s)" in result.output
     assert len(workflow.github.comments(REPO, NUMBER)) == 1  # posted before failing
 
 

@@ -8,7 +8,7 @@ from pr_context.changes import ChangedSymbol, SymbolChanges, changed_symbols_bet
 from pr_context.diff import FileDiff, parse_patch
 from pr_context.git import open_repository
 from pr_context.models import Sha
-from pr_context.signatures import parameter_changes
+from pr_context.signatures import call_arguments, parameter_changes, python_call_break
 from tests.conftest import GitRepo
 
 MakeRepo = Callable[..., GitRepo]
@@ -607,3 +607,44 @@ def test_java_overloads_pair_by_signature(make_repo: MakeRepo) -> None:
     assert (symbol.qualified_name, symbol.change, symbol.start_line) == (
         "A.m", "signature_changed", 6)
     assert symbol.parameter_changes == ("added param n",)
+
+
+# -- the breaking-change radar: does a call still fit the new signature? ---------------------
+
+OLD_SESSION = "def create_session(self, user, token, retries=3, *, timeout=10):"
+
+
+@pytest.mark.parametrize(("call", "new", "problem"), [
+    ("create_session(u, t)", "def create_session(self, user, token):", None),
+    ("create_session(u, t, retries=5)", "def create_session(self, user, token):",
+     "passes retries=, which the new signature does not take"),
+    ("create_session(u, t, 5)", "def create_session(self, user, token):",
+     "passes 3 positional arguments; the new signature takes 2"),
+    ("create_session(u, t)", "def create_session(self, token, user, retries=3):",
+     "argument 1 now binds token, not user"),
+    ("create_session(user=u, token=t)", "def create_session(self, token, user, retries=3):",
+     None),
+    ("create_session(u, t)", "def create_session(self, user, token, retries=3, *, scope):",
+     "does not pass scope, which is now required"),
+    ("create_session(u, t)", "def create_session(self, user, token, retries=1):",
+     "relies on the default of retries, which changed"),
+    ("create_session(u, t, retries=2)", "def create_session(self, user, token, retries=1):",
+     None),
+    ("create_session(u, t, timeout=1)", "def create_session(self, user, token, **options):",
+     None),
+    ("create_session(*args)", "def create_session(self, user, token):",
+     "passes *args or **kwargs, which may fill a changed parameter"),
+    ("create_session(\n    u,\n    t,\n    retries=f(a, b=1),\n)",
+     "def create_session(self, user, token):",
+     "passes retries=, which the new signature does not take"),
+])
+def test_python_call_break(call: str, new: str, problem: str | None) -> None:
+    arguments = call_arguments(call)
+    assert arguments is not None
+    assert python_call_break(arguments, OLD_SESSION, new, "create_session") == problem
+
+
+def test_call_arguments_of_a_reference_that_is_not_a_call() -> None:
+    assert call_arguments("create_session, other)") is None
+    assert call_arguments("create_session") is None
+    assert call_arguments("obj.create_session (1, x == 2, k=v)") is not None

@@ -274,6 +274,25 @@ def test_removed_symbol_is_analysed_at_base(make_repo: Callable[..., GitRepo],
     assert api["needs_update"] is True
 
 
+def test_radar_flags_only_calls_the_new_signature_breaks(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({
+        **BASE_FILES,
+        "shop/jobs.py": ("from shop.session import create_session\n\n\n"
+                         "def nightly(user):\n"
+                         "    return create_session(user, 'n')\n"),
+    })
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write("shop/session.py", SESSION_HEAD)
+    head = repo.commit("drop retries")
+    run_review(repo, base, head, tmp_path / "db.duckdb", tmp_path / "out")
+    changed = symbol(load_evidence(tmp_path / "out"), "shop.session.create_session")
+    callers = {c["path"]: c for c in changed["callers"]}
+    assert callers["shop/api.py"]["needs_update"] is True
+    assert "passes retries=" in callers["shop/api.py"]["reason"]
+    assert callers["shop/jobs.py"]["needs_update"] is False  # never passed retries
+
+
 # -- rendering ------------------------------------------------------------------------------
 
 
