@@ -21,8 +21,15 @@ from pr_context.links import (
     symbol_vector,
 )
 from pr_context.links import test_selection as select_tests
+from pr_context.links.doc_pages import changed_attributes, sibling_modules, toctree_entries
 from pr_context.links.linked_tests import naming_strength
-from pr_context.links.stale_docs import CLASS_MENTION_WEIGHT
+from pr_context.links.stale_docs import (
+    ATTRIBUTE_MENTION_WEIGHT,
+    CLASS_MENTION_WEIGHT,
+    DIRECTIVE_WEIGHT,
+    MEMBER_PAGE_WEIGHT,
+    MENTION_WEIGHT,
+)
 from pr_context.models import Sha
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from tests.conftest import GitRepo
@@ -489,3 +496,167 @@ def test_added_symbol_lists_its_module_page(owner_case: Analysis) -> None:
 def test_changelogs_are_not_stale_docs(owner_case: Analysis) -> None:
     for name in ("pkg._impl.Widget.resize", "pkg.shapes.area", "pkg.shapes.circle"):
         assert all(e.path != "CHANGELOG.rst" for e in docs(owner_case, name))
+
+
+# -- stale docs: page layout (current module, re-exports, toctrees), class attributes -----
+
+LAYOUT_FILES = {
+    "pkg/__init__.py": "from pkg._impl import Widget\n",
+    "pkg/_impl.py": "class Widget:\n    pass\n",
+    "pkg/colors.py": "def red():\n    return 1\n",
+    "pkg/shapes.py": "def area(side):\n    return side * side\n",
+    "pkg/config.py": (
+        "class Settings:\n"
+        "    \"\"\"Settings.\n"
+        "\n"
+        "    Note: read once.\n"
+        "    \"\"\"\n"
+        "\n"
+        "    #: Seconds to wait.\n"
+        "    timeout: int = 10\n"
+        "    retries = 3\n"
+        "\n"
+        "    def load(self):\n"
+        "        return 1\n"
+    ),
+    "pkg/net.py": (
+        "def connect(timeout=5):\n"
+        "    \"\"\"Open a connection.\n"
+        "\n"
+        "    :param timeout: seconds before giving up.\n"
+        "    \"\"\"\n"
+        "    return timeout\n"
+    ),
+    "docs/index.rst": (
+        "Docs\n====\n\n"
+        ".. toctree::\n"
+        "   :maxdepth: 1\n\n"
+        "   shapes\n"
+        "   Colours <colors>\n"
+        "   guide\n"
+    ),
+    "docs/api.rst": "API\n===\n\n.. autoclass:: pkg.Widget\n",
+    "docs/colors.rst": (
+        "Colours\n=======\n\n"
+        ".. currentmodule:: pkg.colors\n\n"
+        ".. function:: red()\n\n"
+        "   The red one.\n"
+    ),
+    "docs/shapes.rst": "Shapes\n======\n\n.. function:: pkg.shapes.area(side)\n",
+    "docs/reference.md": "# Reference\n\n::: pkg.shapes\n",
+    "docs/myst.md": "# MyST\n\n```{automodule} pkg.shapes\n:members:\n```\n",
+    "docs/guide.rst": (
+        "Guide\n=====\n\n"
+        "General\n-------\n\n"
+        "Make a ``Settings`` first.\n\n"
+        "Limits\n------\n\n"
+        "Raise :attr:`Settings.timeout` on slow networks.\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def layout_case(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
+    tmp = tmp_path_factory.mktemp("links_layout_docs")
+    repo = GitRepo(tmp / "repo")
+    for path, text in LAYOUT_FILES.items():
+        repo.write(path, text)
+    base = repo.commit("initial")
+    repo.write("pkg/__init__.py", "from pkg._impl import Gadget, Widget\n")
+    repo.write("pkg/_impl.py", "class Widget:\n    pass\n\n\nclass Gadget:\n    pass\n\n\n"
+                               "def helper():\n    return 1\n")
+    repo.write("pkg/colors.py", "def red():\n    return 1\n\n\ndef blue():\n    return 2\n")
+    repo.write("pkg/sizes.py", "def small():\n    return 1\n")
+    repo.write("pkg/shapes.py", "def area(side):\n    return side ** 2\n")
+    repo.write("pkg/_cache.py", "def lookup():\n    return 1\n")
+    repo.write("pkg/config.py", LAYOUT_FILES["pkg/config.py"]
+               .replace("#: Seconds to wait.", "#: Seconds to wait, 30 by default.")
+               .replace("timeout: int = 10", "timeout: int = 30")
+               .replace("Note: read once.", "Note: read at start."))
+    head = repo.commit("head")
+    return analyse(repo, base, head, tmp)
+
+
+def test_current_module_directive_is_the_module_page(layout_case: Analysis) -> None:
+    assert [(e.path, e.reason) for e in docs(layout_case, "pkg.colors.blue")] == [
+        ("docs/colors.rst", "docs/colors.rst § Colours documents pkg.colors "
+                            "(`.. currentmodule:: pkg.colors`), which gains blue")]
+
+
+def test_page_of_reexported_members_lists_new_reexported_class(layout_case: Analysis) -> None:
+    items = docs(layout_case, "pkg._impl.Gadget")
+    assert [(e.path, e.signals["module"], e.reason) for e in items] == [
+        ("docs/api.rst", MEMBER_PAGE_WEIGHT,
+         "docs/api.rst § API documents members of pkg one by one "
+         "(`.. autoclass:: pkg.Widget`); Gadget is new there")]
+
+
+def test_member_page_needs_the_new_symbol_exported(layout_case: Analysis) -> None:
+    assert docs(layout_case, "pkg._impl.helper") == []  # pkg does not import it
+
+
+@pytest.mark.parametrize(("path", "reason"), [
+    pytest.param("docs/reference.md",
+                 "docs/reference.md § Reference has `::: pkg.shapes`, which renders area",
+                 id="mkdocstrings"),
+    pytest.param("docs/myst.md",
+                 "docs/myst.md § MyST has `{automodule} pkg.shapes`, which renders area",
+                 id="myst-automodule"),
+])
+def test_module_directive_rendering_members_counts_for_changed_function(
+        layout_case: Analysis, path: str, reason: str) -> None:
+    item = by_path(docs(layout_case, "pkg.shapes.area"))[path]
+    assert (item.reason, item.signals["directive"]) == (reason, DIRECTIVE_WEIGHT)
+
+
+def test_new_module_without_page_lists_the_toctree_of_its_siblings(
+        layout_case: Analysis) -> None:
+    assert [(e.path, e.start_line, e.reason) for e in docs(layout_case, "pkg.sizes.small")] == [
+        ("docs/index.rst", 1, "docs/index.rst § Docs lists the pages of 2 sibling modules "
+                              "(colors, shapes); pkg.sizes, which gains small, has no page")]
+
+
+def test_new_private_module_gets_no_toctree(layout_case: Analysis) -> None:
+    assert docs(layout_case, "pkg._cache.lookup") == []
+
+
+def test_changed_class_attribute_outranks_class_mentions(layout_case: Analysis) -> None:
+    items = docs(layout_case, "pkg.config.Settings")
+    assert [(e.path, e.start_line, e.signals["mention"]) for e in items
+            if "lexical" in e.signals] == [
+        ("docs/guide.rst", 9, ATTRIBUTE_MENTION_WEIGHT), ("docs/guide.rst", 4, MENTION_WEIGHT)]
+    assert items[0].reason == ("docs/guide.rst § Guide > Limits mentions Settings.timeout, "
+                               "a class attribute this PR changed (line 12)")
+
+
+def test_changed_attributes_skip_docstring_lines(layout_case: Analysis) -> None:
+    # the PR changed the comment and value of timeout, and a docstring line "Note: ..."
+    change = layout_case.changes["pkg.config.Settings"]
+    assert changed_attributes(change, layout_case.corpus) == ("timeout",)
+    assert changed_attributes(change, None) == ()
+
+
+def test_attribute_name_alone_is_not_the_class_attribute(layout_case: Analysis) -> None:
+    # pkg/net.py's docstring names a timeout parameter, not Settings.timeout
+    assert all(e.path != "pkg/net.py" for e in docs(layout_case, "pkg.config.Settings"))
+
+
+@pytest.mark.parametrize(("text", "entries"), [
+    pytest.param(".. toctree::\n   :hidden:\n\n   api/version\n   Tags <tags>\n\nAfter\n",
+                 ["version", "tags"], id="rst"),
+    pytest.param("```{toctree}\n:maxdepth: 2\n\nversion.md\nmarkers\n```\nmarkers2\n",
+                 ["version", "markers"], id="myst"),
+    pytest.param("Text with toctree in it.\n", [], id="prose"),
+])
+def test_toctree_entries(text: str, entries: list[str]) -> None:
+    assert toctree_entries(text) == entries
+
+
+@pytest.mark.parametrize(("path", "siblings"), [
+    pytest.param("src/pkg/new.py", {"a", "sub", "_private"}, id="module"),
+    pytest.param("src/pkg/sub/__init__.py", {"a", "new", "_private"}, id="package"),
+])
+def test_sibling_modules(path: str, siblings: set[str]) -> None:
+    paths = ["src/pkg/__init__.py", "src/pkg/a.py", "src/pkg/new.py", "src/pkg/_private.py",
+             "src/pkg/sub/__init__.py", "src/pkg/sub/deep.py", "src/pkg/notes.md", "README.md"]
+    assert sibling_modules(path, paths) == siblings

@@ -10,12 +10,15 @@ import bisect
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pr_context.index.store import IndexStore
+from pr_context.languages import CODE_LANGUAGES
+from pr_context.links.doc_pages import module_directive, toctree_entries
+from pr_context.parse.code_paths import module_path
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -121,12 +124,28 @@ class LinkIndex:
     docstrings: tuple[Docstring, ...]
     cochange: Mapping[str, Mapping[str, int]]  # path -> other path -> commits together
     name_counts: Mapping[str, int]  # definition name -> how many definitions have it
+    # (path, section start line) -> page names its tables of contents list
+    toctrees: Mapping[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
+    # (path, line) -> the stripped text of a line holding a directive or role
+    directive_lines: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    # path -> (line, module) of its module directives (``currentmodule``), in line order
+    module_directives: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+    code_modules: frozenset[str] = frozenset()  # dotted modules of the indexed code files
 
     def section_at(self, path: str, line: int) -> Section | None:
         """The section of ``path`` holding ``line``."""
-        sections = self.sections.get(path, ())
-        i = bisect.bisect_right([s.start_line for s in sections], line) - 1
-        return sections[i] if i >= 0 and line <= sections[i].end_line else None
+        return _section_in(self.sections.get(path, ()), line)
+
+    def current_module(self, path: str, line: int) -> str | None:
+        """The module the last module directive of ``path`` above ``line`` names."""
+        found = self.module_directives.get(path, ())
+        i = bisect.bisect_right([at for at, _ in found], line) - 1
+        return found[i][1] if i >= 0 else None
+
+
+def _section_in(sections: tuple[Section, ...], line: int) -> Section | None:
+    i = bisect.bisect_right([s.start_line for s in sections], line) - 1
+    return sections[i] if i >= 0 and line <= sections[i].end_line else None
 
 
 def load_link_index(store: IndexStore) -> LinkIndex:
@@ -134,19 +153,26 @@ def load_link_index(store: IndexStore) -> LinkIndex:
     files = store.query("SELECT path, role, language FROM files WHERE status = 'indexed'")
     roles = {p: r or "production" for p, r, _ in files}
     counts = dict(store.query("SELECT name, count(*) FROM definitions GROUP BY name"))
+    sections = _sections(store)
+    doc_refs = tuple(DocRef(*row) for row in store.query(
+        "SELECT path, name, kind, receiver, line FROM refs "
+        "WHERE kind IN ('mention', 'directive') ORDER BY path, ordinal"))
+    lines = _directive_lines(doc_refs, sections)
     return LinkIndex(
         revision=store.manifest.revision if store.manifest else "",
         roles=roles, languages={p: lang for p, _, lang in files},
-        test_defs=_test_defs(store), sections=_sections(store),
-        doc_refs=tuple(DocRef(*row) for row in store.query(
-            "SELECT path, name, kind, receiver, line FROM refs "
-            "WHERE kind IN ('mention', 'directive') ORDER BY path, ordinal")),
+        test_defs=_test_defs(store), sections=sections,
+        doc_refs=doc_refs,
         docstrings=tuple(Docstring(p, roles.get(p, "production"), *rest) for p, *rest in
                          store.query("SELECT path, qualified_name, start_line, end_line, "
                                      "docstring FROM definitions WHERE docstring IS NOT NULL "
                                      "ORDER BY path, ordinal")),
         cochange=_cochange(store.query("SELECT path_a, path_b, commits FROM cochange")),
         name_counts={str(k): int(v) for k, v in counts.items()},
+        toctrees=_toctrees(sections), directive_lines=lines,
+        module_directives=_module_directives(doc_refs, lines),
+        code_modules=frozenset(module_path(p, lang) for p, _, lang in files
+                               if lang in CODE_LANGUAGES),
     )
 
 
@@ -170,6 +196,37 @@ def _sections(store: IndexStore) -> dict[str, tuple[Section, ...]]:
     for path, role, context, start, end, text in rows:
         found[path].append(Section(path, role, _heading(context), start, end, text))
     return {p: tuple(s) for p, s in found.items()}
+
+
+def _directive_lines(refs: Iterable[DocRef], sections: Mapping[str, tuple[Section, ...]]
+                     ) -> dict[tuple[str, int], str]:
+    split: dict[tuple[str, int], list[str]] = {}  # each section split once
+    found: dict[tuple[str, int], str] = {}
+    for ref in refs:
+        if ref.kind != "directive" or (ref.path, ref.line) in found:
+            continue
+        section = _section_in(sections.get(ref.path, ()), ref.line)
+        if section is None:
+            continue
+        lines = split.setdefault((section.path, section.start_line), section.text.splitlines())
+        index = ref.line - section.start_line
+        found[(ref.path, ref.line)] = lines[index].strip() if index < len(lines) else ""
+    return found
+
+
+def _module_directives(refs: Iterable[DocRef], lines: Mapping[tuple[str, int], str]
+                       ) -> dict[str, tuple[tuple[int, str], ...]]:
+    found: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for ref in refs:
+        if ref.kind == "directive" and module_directive(lines.get((ref.path, ref.line), "")):
+            found[ref.path].append((ref.line, ref.name))
+    return {p: tuple(m) for p, m in found.items()}
+
+
+def _toctrees(sections: Mapping[str, tuple[Section, ...]]
+              ) -> dict[tuple[str, int], tuple[str, ...]]:
+    return {(s.path, s.start_line): tuple(entries) for found in sections.values()
+            for s in found if "toctree" in s.text and (entries := toctree_entries(s.text))}
 
 
 def _heading(context: str) -> str | None:

@@ -7,27 +7,34 @@ plus a small bonus per further kind, so the tiers never swap:
 2. a removed or renamed parameter still mentioned in a section that mentions the symbol;
 3. a code example calling the old signature (too many arguments, or none of an added one);
 4. an autodoc/mkdocstrings directive or cross-reference naming the modified symbol;
-   A class directive with ``:members:`` (or an ``automodule`` with ``:members:``) counts
-   for a changed public method (or function) it renders: Sphinx pulls the docstring in.
-5. a mention of the modified symbol; then the docstring of another symbol mentioning it;
-   then a mention of the class of a changed public method (``__init__`` and ``__call__``
-   included): prose about a class describes how its methods behave, and projects often
-   document methods under the class name only;
+   A class directive with ``:members:`` (or an ``automodule`` with ``:members:``, or
+   mkdocstrings ``::: pkg.mod``) counts for a changed public method (or function) it
+   renders: the tool pulls the docstring in.
+5. a mention of a class attribute on the changed lines of a modified class
+   (``:attr:`Request.max_size```: more specific than the class name; it needs the class
+   named, as attribute names are shared with parameters); then a mention of the modified
+   symbol; then the docstring of another symbol mentioning it; then a mention of the
+   class of a changed public method (``__init__`` and ``__call__`` included): prose about
+   a class describes how its methods behave, and projects often document methods under
+   the class name only;
 6. for an added public module-level symbol, a page that documents its module
-   (``.. automodule:: pkg.mod``): module reference pages list their members by hand as
-   often as not, so a new member is a likely gap;
+   (``.. automodule:: pkg.mod``, ``.. currentmodule:: pkg.mod``): module reference pages
+   list their members by hand as often as not, so a new member is a likely gap; less
+   sure, a page with directives for other members of the module (``.. class:: C`` under
+   its current module) or of a package that imports the new symbol (``.. autoclass::
+   pkg.Other`` when ``pkg/__init__.py`` imports it); failing both, when no page
+   documents the module nor is named after it, the table of contents (``toctree``)
+   listing the pages of at least two of its sibling modules, where its page belongs;
 7. semantic nearness: a tie-breaker, and at most one section when nothing else links.
 
-A bare name counts only when it is distinctive (an underscore or inner capital, or a
-long name defined at most once), or it is not a generic name and the same page names its
-class or module (in any section, or as the page's file name: ``docs/markers.rst`` is
-about ``markers``); a generic name (``get``) needs the class or module in its own section.
-A qualified mention or directive counts when it ends the qualified name, or names it
-through a package that re-exports it (``pluggy.HookCaller`` for
-``pluggy._hooks.HookCaller``: the public path a project documents, with the private
-modules between left out). Changelogs and release notes are history, not descriptions of
-current behaviour, and are skipped: every change gets an entry, and their old mentions
-would crowd the pages that do describe the symbol out of the first three.
+Which names are looked for, and when a reference or docstring names one, is decided in
+``doc_names`` (bare names need to be distinctive or have their class or module nearby;
+qualified names may go through a re-exporting package); page layout (current module,
+tables of contents, sibling modules) comes from ``doc_pages``.
+
+Changelogs and release notes are history, not descriptions of current behaviour, and are
+skipped: every change gets an entry, and their old mentions would crowd the pages that
+do describe the symbol out of the first three.
 Docs the PR edited are listed with status "updated", the rest "stale". Pure.
 """
 
@@ -36,17 +43,25 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pr_context.changes import ChangedSymbol
+from pr_context.links.doc_names import (
+    Target,
+    line_text,
+    public_name,
+    ref_names,
+    targets_of,
+    text_names,
+)
+from pr_context.links.doc_pages import sibling_modules
 from pr_context.links.evidence import (
     DocRef,
     Evidence,
     LinkIndex,
     Section,
     nearness_by_path,
-    word_pattern,
 )
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.signatures import matching_paren
@@ -56,10 +71,13 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = [
+    "ATTRIBUTE_MENTION_WEIGHT",
     "CLASS_MENTION_WEIGHT",
+    "CONTENTS_WEIGHT",
     "DIRECTIVE_WEIGHT",
     "DOCSTRING_WEIGHT",
     "MAX_DOCS_PER_SYMBOL",
+    "MEMBER_PAGE_WEIGHT",
     "MENTION_WEIGHT",
     "MODULE_PAGE_WEIGHT",
     "OLD_EXAMPLE_WEIGHT",
@@ -79,6 +97,9 @@ OLD_EXAMPLE_WEIGHT = 0.65
 # A directive renders the symbol's own docstring: the page changes with the code, but
 # the prose around it may not.
 DIRECTIVE_WEIGHT = 0.5
+# A class attribute on the changed lines of a modified class, named in the docs: more
+# specific than a mention of the class, still prose that may not state what changed.
+ATTRIBUTE_MENTION_WEIGHT = 0.45
 # Prose about a modified symbol may or may not describe what changed.
 MENTION_WEIGHT = 0.4
 # Another symbol's docstring naming it: the behaviour it describes may have moved.
@@ -88,6 +109,14 @@ DOCSTRING_WEIGHT = 0.35
 CLASS_MENTION_WEIGHT = 0.3
 # A reference page of the module that gained a public symbol: it may need an entry.
 MODULE_PAGE_WEIGHT = 0.3
+# A page documenting other members of that module one directive each: it lists members
+# by hand, so a new one is a likely gap; less sure than the module's own directive.
+MEMBER_PAGE_WEIGHT = 0.25
+# The table of contents listing the pages of a new symbol's sibling modules, when its
+# module has no page: the page the new module needs would be listed there.
+CONTENTS_WEIGHT = 0.2
+# How many sibling modules' pages a table of contents lists to be the module index.
+MIN_LISTED_SIBLINGS = 2
 # Similar wording is not evidence of staleness: a tie-breaker, times the cosine.
 SEMANTIC_WEIGHT = 0.2
 # With no lexical evidence at all, one section this close is still worth a look.
@@ -97,41 +126,16 @@ SEMANTIC_ONLY_MAX_ITEMS = 1
 EXTRA_EVIDENCE_BONUS = 0.05
 # Reviewers read three; the project's target is at most three docs per symbol.
 MAX_DOCS_PER_SYMBOL = 3
-# A bare name defined more often than this is ambiguous without qualification.
-MAX_SAME_NAME_DEFINITIONS = 2
-# A lowercase name without underscore counts as distinctive from this length if rare.
-DISTINCTIVE_MIN_CHARS = 8
-# Names of methods every library has: they need their class or module to count.
-GENERIC_NAMES = frozenset({
-    "get", "set", "run", "name", "call", "open", "close", "read", "write", "load", "save",
-    "update", "create", "delete", "add", "remove", "start", "stop", "init", "main", "parse",
-    "render", "send", "items", "keys", "values", "copy", "clear", "reset", "build", "test",
-    "setup", "execute", "process", "handle", "apply", "list", "find", "filter", "map"})
 
 _LEXICAL = ("directive", "mention", "docstring", "parameter", "example", "module")
 # Changelogs and release notes, by file or folder name (CHANGES.rst, changelog/12.rst).
 _HISTORY = re.compile(r"(?:^|/)(?:change(?:s|log)|history|news|release[-_]?notes?"
                       r"|newsfragments)(?:/|\.\w+$|$)", re.IGNORECASE)
-# Directive lines that render members, and the option lines that follow them.
-_AUTODOC_WITH_MEMBERS = re.compile(r"\.\.\s+auto(?:class|exception|module)::")
-_MODULE_DIRECTIVE = re.compile(r"\.\.\s+(?:py:)?(?:automodule|module)::")
-_OPTION = re.compile(r"\s+:(?P<name>[\w-]+):(?P<value>.*)")
+_FENCE = re.compile(r"^(?:`{3,}|~{3,})\s*")
 _NOT_DOCS = frozenset({"test", "test_support", "vendored", "generated"})
-# Dunders a caller reaches through the class name: ``C(...)`` and ``c(...)``.
-_PUBLIC_DUNDERS = frozenset({"__init__", "__call__"})
+# How a page names a module that are evidence for a symbol the PR added only.
+_PAGE_ONLY = frozenset({"module", "members"})
 _SELF = frozenset({"self", "cls", "this", "&self", "&mut self", "mut self", "*", "/"})
-
-
-@dataclass(frozen=True)
-class _Target:
-    """A name to look for: the symbol now, or its old name when removed or renamed."""
-
-    qualified_name: str
-    name: str
-    qualifiers: tuple[str, ...]  # enclosing class and module names, innermost first
-    gone: bool  # no longer exists at head
-    bare_ok: bool  # a bare mention may count (False for a moved symbol's same name)
-    member: str | None = None  # set on the class of a changed method: that method's name
 
 
 @dataclass(frozen=True)
@@ -164,8 +168,9 @@ def stale_docs(
     """
     if change.cosmetic:
         return []
-    targets = _targets(change)
-    found = list(_section_findings(change, targets, docs))
+    targets = targets_of(change, corpus)
+    found = _best_module_finding_per_page(_section_findings(change, targets, docs))
+    found += _contents_findings(change, docs, found)
     found += _docstring_findings(change, [t for t in targets if t.member is None], docs)
     found += _semantic_findings(change, docs, corpus, vector, found)
     items = _merge(found, touched_paths)
@@ -174,82 +179,7 @@ def stale_docs(
     return sorted(items, key=lambda e: (-e.score, e.path, e.start_line))[:limit]
 
 
-# -- targets and disambiguation -------------------------------------------------------------
-
-
-def _targets(change: ChangedSymbol) -> list[_Target]:
-    gone = change.change == "removed"
-    current = _target(change.qualified_name, gone, True)
-    owners = _owner_targets(change)
-    if change.old_qualified_name is None:
-        return [current, *owners]
-    old = _target(change.old_qualified_name, True,
-                  change.old_qualified_name.rsplit(".", 1)[-1] != change.symbol)
-    return [old, current, *owners]
-
-
-def _owner_targets(change: ChangedSymbol) -> list[_Target]:
-    """The class of a changed public method, or the module of a public top-level symbol."""
-    if change.change == "removed" or not _public(change.symbol):
-        return []
-    owner = change.qualified_name.rsplit(".", 1)[0]
-    if change.kind == "method" and change.change != "added":
-        return [replace(_target(owner, False, True), member=change.symbol)]
-    if change.kind in ("function", "class") and "." in owner:
-        return [_Target(owner, owner.rsplit(".", 1)[-1], (), False, False, change.symbol)]
-    return []
-
-
-def _public(name: str) -> bool:
-    """Part of the documented surface: no leading underscore, or a constructor or call."""
-    return not name.startswith("_") or name in _PUBLIC_DUNDERS
-
-
-def _target(qualified_name: str, gone: bool, bare_ok: bool) -> _Target:
-    parts = qualified_name.split(".")
-    qualifiers = tuple(reversed([p for p in parts[:-1] if len(p) > 2]))[:2]
-    return _Target(qualified_name, parts[-1], qualifiers, gone, bare_ok)
-
-
-def _distinctive(name: str, docs: LinkIndex) -> bool:
-    """A name unlikely to mean anything else: its bare mention is enough."""
-    if name.lower() in GENERIC_NAMES or docs.name_counts.get(name, 0) > MAX_SAME_NAME_DEFINITIONS:
-        return False
-    core = name.strip("_")
-    if "_" in core or any(c.isupper() for c in core[1:]):
-        return True
-    rare = docs.name_counts.get(name, 0) <= 1
-    return rare and (core[:1].isupper() or len(core) >= DISTINCTIVE_MIN_CHARS)
-
-
-def _qualified(chain: str, target: _Target) -> bool:
-    """``chain`` (``Session.create``, ``session.create_session``) ends the qualified name.
-
-    Or names it through a re-exporting package: ``pkg.C`` for ``pkg._impl.C``.
-    """
-    parts, wanted = chain.split("."), target.qualified_name.split(".")
-    if len(parts) > 1 and parts == wanted[-len(parts):]:
-        return True
-    if 1 < len(parts) < len(wanted) and parts[0] == wanted[0] \
-            and parts[1:] == wanted[len(wanted) - len(parts) + 1:]:
-        return True
-    receiver = parts[-2] if len(parts) > 1 else ""
-    return bool(receiver) and parts[-1] == target.name and bool(target.qualifiers) \
-        and receiver.lower() == target.qualifiers[0].lower()
-
-
-def _context_names(text: str, target: _Target) -> bool:
-    """The text also names the symbol's class or module."""
-    return any(word_pattern(q).search(text) for q in target.qualifiers
-               if q.lower() not in GENERIC_NAMES)
-
-
-def _page_names(path: str, target: _Target, docs: LinkIndex) -> bool:
-    """The page is about the symbol's class or module: by file name or in any section."""
-    stem = path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
-    if any(q.lstrip("_").lower() == stem for q in target.qualifiers):
-        return True
-    return any(_context_names(s.text, target) for s in docs.sections.get(path, ()))
+# -- sections -------------------------------------------------------------------------------
 
 
 def _history(path: str) -> bool:
@@ -257,85 +187,7 @@ def _history(path: str) -> bool:
     return bool(_HISTORY.search(path))
 
 
-def _directive_options(section: Section, line: int) -> dict[str, str]:
-    """The ``:option: value`` lines right under the directive on ``line``."""
-    lines = section.text.splitlines()[line - section.start_line + 1:]
-    options = {}
-    for text in lines:
-        if not (m := _OPTION.match(text)):
-            break
-        options[m.group("name")] = m.group("value").strip()
-    return options
-
-
-def _renders(section: Section, line: int, member: str) -> bool:
-    """The autodoc directive on ``line`` renders ``member`` (``:members:`` and friends)."""
-    if not _AUTODOC_WITH_MEMBERS.search(_line_text(section, line)):
-        return False
-    options = _directive_options(section, line)
-    listed = "special-members" if member.startswith("__") else "members"
-    if listed not in options:
-        return False
-    names = {n.strip() for n in options[listed].split(",") if n.strip()}
-    return not names or member in names
-
-
-def _owner_mention(ref: DocRef, section: Section, target: _Target,
-                   docs: LinkIndex, page: dict[str, bool]) -> str | None:
-    """How ``ref`` names the class or module that holds the changed symbol."""
-    member = target.member or ""
-    if ref.kind == "directive" and _names_owner(ref.name, target):
-        if _renders(section, ref.line, member):
-            return "directive"
-        if _MODULE_DIRECTIVE.search(_line_text(section, ref.line)):
-            return "module"
-    if not target.bare_ok:  # a module: only its directives count
-        return None
-    return "mention" if _mentions(ref, section, replace(target, member=None), docs,
-                                  page) == "mention" else None
-
-
-def _names_owner(chain: str, target: _Target) -> bool:
-    """A directive target names the owner, exactly or through a re-exporting package."""
-    if chain == target.qualified_name or _qualified(chain, target):
-        return True
-    rest = target.qualified_name.removeprefix(chain + ".")
-    return rest != target.qualified_name and all(p.startswith("_") for p in rest.split("."))
-
-
-def _mentions(ref: DocRef, section: Section, target: _Target, docs: LinkIndex,
-              page: dict[str, bool]) -> str | None:
-    """How ``ref`` names ``target``: "directive", "mention", or None when it does not.
-
-    ``page`` caches, per path, whether the page names the target's class or module.
-    """
-    if target.member is not None:
-        return _owner_mention(ref, section, target, docs, page)
-    if ref.kind == "directive":
-        if "." in ref.name:
-            return "directive" if _qualified(ref.name, target) else None
-        chain = ref.name
-    else:
-        chain = f"{ref.receiver}.{ref.name}" if ref.receiver else ref.name
-        if ref.name != target.name:
-            return None
-    if "." in chain:
-        return "mention" if _qualified(chain.replace("::", "."), target) else None
-    if chain != target.name or not target.bare_ok:
-        return None
-    if _distinctive(target.name, docs) or _context_names(section.text, target):
-        return "mention"
-    if target.name.lower() in GENERIC_NAMES:
-        return None
-    if section.path not in page:
-        page[section.path] = _page_names(section.path, target, docs)
-    return "mention" if page[section.path] else None
-
-
-# -- sections -------------------------------------------------------------------------------
-
-
-def _section_findings(change: ChangedSymbol, targets: list[_Target],
+def _section_findings(change: ChangedSymbol, targets: list[Target],
                       docs: LinkIndex) -> Iterator[_Finding]:
     seen: set[tuple[str, int, str]] = set()
     pages: dict[str, dict[str, bool]] = defaultdict(dict)  # target -> path -> named
@@ -346,27 +198,35 @@ def _section_findings(change: ChangedSymbol, targets: list[_Target],
         if section is None:
             continue
         for target in targets:
-            how = _mentions(ref, section, target, docs, pages[target.qualified_name])
+            how = ref_names(ref, section, target, docs, pages[target.qualified_name])
             key = (section.path, section.start_line, target.qualified_name)
-            if how is None or key in seen or (how == "module" and change.change != "added"):
+            if how is None or key in seen or (how in _PAGE_ONLY and change.change != "added"):
                 continue
             seen.add(key)
             if target.member is not None:
                 yield _owner_finding(section, ref, target, how)
-                continue
-            yield _mention_finding(section, ref, target, how)
-            yield from _parameter_findings(change, section, target)
-            yield from _example_findings(change, section, target)
+            elif target.attribute:
+                yield _attribute_finding(section, ref, target)
+            else:
+                yield _mention_finding(section, ref, target, how)
+                yield from _parameter_findings(change, section, target)
+                yield from _example_findings(change, section, target)
+
+
+def _best_module_finding_per_page(found: Iterable[_Finding]) -> list[_Finding]:
+    """One "module" finding per page, its strongest: a page is listed once as a module's."""
+    kept: list[_Finding] = []
+    best: dict[str, _Finding] = {}
+    for f in found:
+        if f.signal != "module":
+            kept.append(f)
+        elif f.path not in best or f.weight > best[f.path].weight:
+            best[f.path] = f
+    return kept + list(best.values())
 
 
 def _where(section: Section) -> str:
     return f"{section.path} § {section.heading}" if section.heading else section.path
-
-
-def _line_text(section: Section, line: int) -> str:
-    lines = section.text.splitlines()
-    index = line - section.start_line
-    return lines[index].strip() if 0 <= index < len(lines) else ""
 
 
 def _finding(section: Section, signal: str, weight: float, reason: str) -> _Finding:
@@ -374,20 +234,39 @@ def _finding(section: Section, signal: str, weight: float, reason: str) -> _Find
                     section.heading, signal, weight, reason)
 
 
-def _mention_finding(section: Section, ref: DocRef, target: _Target, how: str) -> _Finding:
-    text = _line_text(section, ref.line)
+def _shown(text: str) -> str:
+    """A directive line fit for inline code: without a MyST fence's backticks."""
+    return _FENCE.sub("", text)
+
+
+def _mention_finding(section: Section, ref: DocRef, target: Target, how: str) -> _Finding:
+    text = line_text(section, ref.line)
     if target.gone:
         return _finding(section, how, REMOVED_MENTION_WEIGHT,
                         f"{_where(section)} still mentions {target.qualified_name}, which no "
                         f"longer exists at head (line {ref.line}: {text})")
     if how == "directive":
-        return _finding(section, how, DIRECTIVE_WEIGHT, f"{_where(section)} has `{text}`")
+        return _finding(section, how, DIRECTIVE_WEIGHT,
+                        f"{_where(section)} has `{_shown(text)}`")
     return _finding(section, how, MENTION_WEIGHT,
                     f"{_where(section)} mentions {target.name} (line {ref.line})")
 
 
-def _owner_finding(section: Section, ref: DocRef, target: _Target, how: str) -> _Finding:
-    text = _line_text(section, ref.line)
+def _attribute_finding(section: Section, ref: DocRef, target: Target) -> _Finding:
+    owner = target.qualified_name.rsplit(".", 2)[-2]
+    return _finding(section, "mention", ATTRIBUTE_MENTION_WEIGHT,
+                    f"{_where(section)} mentions {owner}.{target.name}, a class attribute "
+                    f"this PR changed (line {ref.line})")
+
+
+def _exporter(ref: DocRef, target: Target) -> str:
+    """The module ``ref`` documents a member of: a re-exporting package, or the module."""
+    parent = ref.name.rsplit(".", 1)[0]
+    return parent if parent in target.exported_as else target.qualified_name
+
+
+def _owner_finding(section: Section, ref: DocRef, target: Target, how: str) -> _Finding:
+    text = _shown(line_text(section, ref.line))
     if how == "directive":
         return _finding(section, how, DIRECTIVE_WEIGHT,
                         f"{_where(section)} has `{text}`, which renders {target.member}")
@@ -395,6 +274,10 @@ def _owner_finding(section: Section, ref: DocRef, target: _Target, how: str) -> 
         return _finding(section, how, MODULE_PAGE_WEIGHT,
                         f"{_where(section)} documents {target.qualified_name} (`{text}`), "
                         f"which gains {target.member}")
+    if how == "members":
+        return _finding(section, "module", MEMBER_PAGE_WEIGHT,
+                        f"{_where(section)} documents members of {_exporter(ref, target)} "
+                        f"one by one (`{text}`); {target.member} is new there")
     return _finding(section, how, CLASS_MENTION_WEIGHT,
                     f"{_where(section)} mentions {target.name}, whose method "
                     f"{target.member} changed (line {ref.line})")
@@ -412,7 +295,7 @@ def _old_params(change: ChangedSymbol) -> dict[str, str]:
 
 
 def _parameter_findings(change: ChangedSymbol, section: Section,
-                        target: _Target) -> Iterator[_Finding]:
+                        target: Target) -> Iterator[_Finding]:
     if target.gone and change.change == "removed":
         return
     for param, what in _old_params(change).items():
@@ -460,7 +343,7 @@ def _split_args(text: str) -> list[str]:
 
 
 def _example_findings(change: ChangedSymbol, section: Section,
-                      target: _Target) -> Iterator[_Finding]:
+                      target: Target) -> Iterator[_Finding]:
     if change.change != "signature_changed" or target.gone:
         return
     old = _shape(change.old_signature, change.symbol)
@@ -492,16 +375,74 @@ def _old_shape_reason(args: list[str], old: _Shape, new: _Shape,
     return None
 
 
+# -- the table of contents a new module's page belongs in ------------------------------------
+
+
+def _contents_findings(change: ChangedSymbol, docs: LinkIndex,
+                       found: list[_Finding]) -> list[_Finding]:
+    """The toctree listing the pages of the module's siblings, when the module has none.
+
+    For a public symbol added at module level to a public module no page documents (no
+    module or member directive for it, no page named after it).
+    """
+    module = _new_symbol_module(change)
+    if module is None or any(f.signal in ("module", "directive") for f in found):
+        return []  # the module has a page (``::: pkg.mod`` renders its members)
+    name = module.rsplit(".", 1)[-1]
+    pages = [p for p in docs.sections if _is_doc_page(p, docs)]
+    if any(_stem(p) == name.lower() for p in pages):
+        return []
+    siblings = sibling_modules(change.path, docs.roles)
+    listed = [(key, sorted(set(entries) & siblings)) for key, entries in docs.toctrees.items()
+              if _is_doc_page(key[0], docs)]
+    return [_contents_finding(docs, key, module, names, change.symbol)
+            for key, names in listed if len(names) >= MIN_LISTED_SIBLINGS]
+
+
+def _new_symbol_module(change: ChangedSymbol) -> str | None:
+    """The public module an added public function or class was defined at the top of."""
+    if change.change != "added" or change.kind not in ("function", "class") \
+            or not public_name(change.symbol) or "." not in change.qualified_name:
+        return None
+    module = change.qualified_name.rsplit(".", 1)[0]
+    own = change.path.rsplit("/", 1)[-1].split(".", 1)[0]
+    if own in ("__init__", "index", "mod", "lib"):
+        own = change.path.rsplit("/", 2)[-2] if change.path.count("/") else own
+    last = module.rsplit(".", 1)[-1]
+    if last != own or any(p.startswith("_") for p in module.split(".")):
+        return None
+    return module
+
+
+def _is_doc_page(path: str, docs: LinkIndex) -> bool:
+    return docs.roles.get(path) not in _NOT_DOCS and not _history(path)
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+
+
+def _contents_finding(docs: LinkIndex, key: tuple[str, int], module: str,
+                      names: list[str], symbol: str) -> _Finding:
+    path, start = key
+    section = docs.section_at(path, start)
+    assert section is not None
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return _finding(section, "module", CONTENTS_WEIGHT,
+                    f"{_where(section)} lists the pages of {len(names)} sibling modules "
+                    f"({shown}); {module}, which gains {symbol}, has no page")
+
+
 # -- docstrings of other symbols ------------------------------------------------------------
 
 
-def _docstring_findings(change: ChangedSymbol, targets: list[_Target],
+def _docstring_findings(change: ChangedSymbol, targets: list[Target],
                         docs: LinkIndex) -> Iterator[_Finding]:
     for doc in docs.docstrings:
         if doc.role in _NOT_DOCS or _own(doc.qualified_name, targets):
             continue
         for target in targets:
-            if _docstring_mentions(doc.text, target, docs):
+            if text_names(doc.text, target, docs):
                 weight = REMOVED_MENTION_WEIGHT if target.gone else DOCSTRING_WEIGHT
                 still = "still " if target.gone else ""
                 yield _Finding(doc.path, doc.start_line, doc.end_line, doc.qualified_name,
@@ -511,19 +452,10 @@ def _docstring_findings(change: ChangedSymbol, targets: list[_Target],
                 break
 
 
-def _own(qualified_name: str, targets: Iterable[_Target]) -> bool:
+def _own(qualified_name: str, targets: Iterable[Target]) -> bool:
     """The symbol itself, or a definition nested in it."""
     return any(qualified_name == t.qualified_name
                or qualified_name.startswith(t.qualified_name + ".") for t in targets)
-
-
-def _docstring_mentions(text: str, target: _Target, docs: LinkIndex) -> bool:
-    qualified = re.search(rf"(?<![\w$])(?:\w+\.)+{re.escape(target.name)}(?![\w$])", text)
-    if qualified and _qualified(qualified.group(0), target):
-        return True
-    if not target.bare_ok or not word_pattern(target.name).search(text):
-        return False
-    return _distinctive(target.name, docs) or _context_names(text, target)
 
 
 # -- semantic nearness ----------------------------------------------------------------------
