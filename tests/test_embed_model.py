@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,7 +10,12 @@ import duckdb
 import numpy as np
 import pytest
 
-from pr_context.embed import DEFAULT_MODEL, SentenceTransformerEmbedder, default_model_path
+from pr_context.embed import (
+    DEFAULT_MODEL,
+    SentenceTransformerEmbedder,
+    default_model_path,
+    mean_pooling_model,
+)
 from pr_context.errors import EmbeddingError
 from pr_context.git import open_repository
 from pr_context.pipeline import Searcher
@@ -73,3 +79,28 @@ def test_an_unknown_model_is_a_clear_error() -> None:
     embedder = SentenceTransformerEmbedder("/nonexistent/model/path")
     with pytest.raises(EmbeddingError, match="cannot load embedding model"):
         embedder.embed(["x"])
+
+
+def test_mean_pooling_path_computes_what_sentence_transformers_does(
+        real_embedder: SentenceTransformerEmbedder) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    location = default_model_path()
+    assert location is not None and mean_pooling_model(location) == 256
+    texts = [*FILES.values(), "where is the retry backoff", "x" * 5000, "é ü — 日本語"]
+    fast = real_embedder.embed(texts).vectors
+    reference = SentenceTransformer(location, device="cpu").encode(
+        texts, batch_size=2, normalize_embeddings=True, convert_to_numpy=True)
+    assert np.abs(fast - reference).max() < 1e-5
+
+
+def test_models_with_other_pooling_take_the_library(tmp_path: Path) -> None:
+    location = default_model_path()
+    assert location is not None
+    copy = tmp_path / "model"
+    shutil.copytree(location, copy)
+    pooling = copy / "1_Pooling" / "config.json"
+    pooling.write_text(pooling.read_text().replace(
+        '"pooling_mode_cls_token": false', '"pooling_mode_cls_token": true'))
+    assert mean_pooling_model(str(copy)) is None
+    assert mean_pooling_model("sentence-transformers/all-MiniLM-L6-v2") is None
