@@ -177,6 +177,184 @@ TYPED_FILES = {
     "elsewhere/test_far.py": "def test_far(pm):\n    pm.get()\n",
 }
 
+# Functions used as values: passed, assigned, returned, aliased in a class body, decorators.
+VALUE_FILES = {
+    "jobs/engine.py": (
+        "def run(x):\n"
+        "    return x\n"
+        "\n"
+        "\n"
+        "class Engine:\n"
+        "    def start(self):\n"
+        "        return 1\n"
+        "\n"
+        "    begin = start\n"  # 9: a class-body alias
+        "\n"
+        "    @property\n"
+        "    def speed(self) -> int:\n"
+        "        return 1\n"
+        "\n"
+        "    @speed.setter\n"  # 15: the decorator names the property
+        "    def speed(self, value):\n"
+        "        pass\n"
+    ),
+    "jobs/use.py": (
+        "from jobs.engine import run\n"
+        "\n"
+        "runner = run\n"  # 3
+        "\n"
+        "\n"
+        "def schedule(pool):\n"
+        "    pool.submit(run, 1)\n"  # 7
+        "    handlers = {'run': run}\n"  # 8
+        "    return run\n"  # 9
+        "\n"
+        "\n"
+        "def shadowed(run):\n"
+        "    return run\n"  # 13: the parameter, not the function
+        "\n"
+        "\n"
+        "def local(items):\n"
+        "    print([run for run in items], lambda run: run)\n"  # 17: locals
+        "    run = items[0]\n"
+        "    return run\n"  # 19: the local
+        "\n"
+        "\n"
+        "def factory():\n"
+        "    def inner():\n"
+        "        return 1\n"
+        "    return inner\n"  # 25
+    ),
+}
+
+# Receivers whose class follows from annotations through attribute chains and calls.
+INFER_FILES = {
+    "hooks/core.py": (
+        "from typing import Final, overload\n"
+        "\n"
+        "\n"
+        "class Caller:\n"
+        "    def fire(self):\n"
+        "        return 1\n"
+        "\n"
+        "\n"
+        "class Relay:\n"
+        "    known = None\n"
+        "\n"
+        "    def __getattr__(self, name: str) -> Caller:\n"
+        "        raise AttributeError(name)\n"
+        "\n"
+        "\n"
+        "class Tracer:\n"
+        "    def trace(self):\n"
+        "        return 1\n"
+        "\n"
+        "\n"
+        "class Manager:\n"
+        "    def __init__(self, tracer: Tracer) -> None:\n"
+        "        self.relay: Final = Relay()\n"
+        "        self.tracer = tracer\n"
+        "\n"
+        "    def subset(self, name: str) -> Caller:\n"
+        "        return getattr(self.relay, name)\n"
+        "\n"
+        "    def log(self):\n"
+        "        self.tracer.trace()\n"  # 30: self.tracer = an annotated parameter
+        "\n"
+        "    @overload\n"
+        "    def pick(self, key: int) -> Caller: ...\n"
+        "    @overload\n"
+        "    def pick(self, key: str) -> Tracer: ...\n"
+        "    def pick(self, key):\n"
+        "        found: list[Caller]\n"
+        "        found = self.lookup(key)\n"
+        "        for c in found:\n"
+        "            c.fire()\n"  # 40: an overload's body; the declared type holds
+        "        return found[0]\n"
+        "\n"
+        "\n"
+        "def wrap(f):\n"
+        "    return f\n"
+        "\n"
+        "\n"
+        "@wrap\n"
+        "def made() -> Caller:\n"
+        "    return Caller()\n"
+        "\n"
+        "\n"
+        "class Panel:\n"
+        "    @property\n"
+        "    def caller(self) -> Caller:\n"
+        "        return Caller()\n"
+        "\n"
+        "    def again(self) -> 'Self':\n"
+        "        return self\n"
+    ),
+    "tests/test_hooks.py": (
+        "from hooks.core import Caller, Manager, Panel, made\n"
+        "\n"
+        "\n"
+        "def test_fire(m: Manager, callers: list[Caller]) -> None:\n"
+        "    m.relay.anything.fire()\n"  # 5: Relay.__getattr__ -> Caller
+        "    m.relay.known.fire()\n"  # 6: a class field, not __getattr__
+        "    sub = m.subset('x')\n"
+        "    sub.fire()\n"  # 8: Manager.subset -> Caller
+        "    hook = m.relay.other\n"
+        "    hook.fire()\n"  # 10: assigned a chain
+        "    for c in callers:\n"
+        "        c.fire()\n"  # 12: an item of list[Caller]
+        "    m.pick(1).fire()\n"  # 13: which overload is not evident
+        "    m.tracer.trace()\n"  # 14
+        "    made().fire()\n"  # 15: a decorator may change what a call returns
+        "    Panel().caller.fire()\n"  # 16: a property's return annotation
+        "    Panel().again().caller.fire()\n"  # 17: -> Self
+        "    either = Caller() if m else Panel()\n"
+        "    either.fire()\n"  # 19: either class
+        "    print(\n"
+        "        Caller, Panel, sep=' ')\n"  # a call's continuation, not `a, b = ...`
+        "    fresh = Caller()\n"
+        "    fresh.fire()\n"  # 23
+    ),
+}
+
+# Module-level instances: read by the module's functions, imported, re-exported.
+GLOBAL_FILES = {
+    "plugins/core.py": (
+        "class Registry:\n"
+        "    def register(self, f):\n"
+        "        return f\n"
+        "\n"
+        "\n"
+        "registry = Registry()\n"
+        "maybe = Registry()\n"
+        "\n"
+        "\n"
+        "@registry.register\n"  # 10
+        "def first():\n"
+        "    return 1\n"
+        "\n"
+        "\n"
+        "def reset():\n"
+        "    global maybe\n"
+        "    maybe = None\n"
+        "\n"
+        "\n"
+        "def use():\n"
+        "    registry.register(use)\n"  # 21
+        "    maybe.register(use)\n"  # 22: rebound through `global`
+    ),
+    "plugins/__init__.py": "from plugins.core import registry\n",
+    "plugins/other.py": (
+        "import plugins.core\n"
+        "from plugins import registry\n"
+        "\n"
+        "\n"
+        "@registry.register\n"  # 5: through the package's re-export
+        "def second():\n"
+        "    plugins.core.registry.register(second)\n"  # 7: a module attribute
+    ),
+}
+
 TS_FILES = {
     "web/lib/util.ts": (
         "export function format(a: number): string { return String(a); }\n"
@@ -408,6 +586,85 @@ def sites(graph: SymbolGraph, qualified_name: str) -> list[Site]:
 def test_callers(graphs: Callable[[dict[str, str]], SymbolGraph], files: dict[str, str],
                  symbol: str, expected: list[Site]) -> None:
     assert sites(graphs(files), symbol) == expected
+
+
+@pytest.mark.parametrize(("symbol", "expected"), [
+    pytest.param("jobs.engine.run", [
+        ("jobs/use.py", 3, None, "graph"),  # runner = run
+        ("jobs/use.py", 7, "jobs.use.schedule", "graph"),  # an argument
+        ("jobs/use.py", 8, "jobs.use.schedule", "graph"),  # a dict value
+        ("jobs/use.py", 9, "jobs.use.schedule", "graph"),  # returned
+    ], id="passed-assigned-returned-not-shadowed"),
+    pytest.param("jobs.use.factory.inner", [
+        ("jobs/use.py", 25, "jobs.use.factory", "graph"),
+    ], id="nested-function-returned"),
+    pytest.param("jobs.engine.Engine.start", [
+        ("jobs/engine.py", 9, "jobs.engine.Engine", "graph"),
+    ], id="class-body-alias"),
+    pytest.param("jobs.engine.Engine.speed", [
+        ("jobs/engine.py", 15, "jobs.engine.Engine", "graph"),
+    ], id="property-setter-decorator"),
+])
+def test_functions_used_as_values_are_callers(
+        graphs: Callable[[dict[str, str]], SymbolGraph], symbol: str,
+        expected: list[Site]) -> None:
+    assert sites(graphs(VALUE_FILES), symbol) == expected
+
+
+@pytest.mark.parametrize(("path", "line", "how"), [
+    pytest.param("tests/test_hooks.py", 5, "graph", id="getattr-return-annotation"),
+    pytest.param("tests/test_hooks.py", 6, "lexical", id="getattr-not-for-a-class-field"),
+    pytest.param("tests/test_hooks.py", 8, "graph", id="method-return-annotation"),
+    pytest.param("tests/test_hooks.py", 10, "graph", id="local-assigned-a-chain"),
+    pytest.param("tests/test_hooks.py", 12, "graph", id="loop-over-annotated-list"),
+    pytest.param("tests/test_hooks.py", 13, "lexical", id="overloaded-return-unknown"),
+    pytest.param("hooks/core.py", 40, "graph", id="declared-type-in-overloaded-body"),
+    pytest.param("tests/test_hooks.py", 15, "lexical", id="decorated-return-unknown"),
+    pytest.param("tests/test_hooks.py", 16, "graph", id="property-return-annotation"),
+    pytest.param("tests/test_hooks.py", 17, "graph", id="method-returning-self"),
+    pytest.param("tests/test_hooks.py", 19, "lexical", id="conditional-value-unknown"),
+    pytest.param("tests/test_hooks.py", 23, "graph", id="call-continuation-binds-nothing"),
+])
+def test_receivers_inferred_through_annotations(
+        graphs: Callable[[dict[str, str]], SymbolGraph], path: str, line: int,
+        how: str) -> None:
+    found = {(c.path, c.line): c.how for c in callers_of(graphs(INFER_FILES),
+                                                         "hooks.core.Caller.fire")}
+    assert found.get((path, line)) == how
+
+
+def test_self_attribute_assigned_an_annotated_parameter(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    assert sites(graphs(INFER_FILES), "hooks.core.Tracer.trace") == [
+        ("hooks/core.py", 30, "hooks.core.Manager.log", "graph"),
+        ("tests/test_hooks.py", 14, "tests.test_hooks.test_fire", "graph"),
+    ]
+
+
+def test_module_level_instances_are_typed_receivers(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    assert sites(graphs(GLOBAL_FILES), "plugins.core.Registry.register") == [
+        ("plugins/core.py", 10, None, "graph"),
+        ("plugins/core.py", 21, "plugins.core.use", "graph"),
+        ("plugins/other.py", 5, None, "graph"),
+        ("plugins/other.py", 7, "plugins.other.second", "graph"),
+        ("plugins/core.py", 22, "plugins.core.use", "lexical"),
+    ]
+
+
+def test_reasons_say_how_a_receiver_was_inferred(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    by_line = {c.line: c.reason for c in callers_of(graphs(INFER_FILES),
+                                                    "hooks.core.Caller.fire")
+               if c.path == "tests/test_hooks.py"}
+    assert by_line[5] == (
+        "calls m.relay.anything.fire() where m.relay.anything is what "
+        "hooks.core.Relay.__getattr__ returns for .anything, a hooks.core.Caller, "
+        "resolves to hooks.core.Caller.fire")
+    assert by_line[8] == ("calls sub.fire() where sub is assigned m.subset(...) on line 7, "
+                          "resolves to hooks.core.Caller.fire")
+    assert by_line[12] == ("calls c.fire() where c is an item of callers (line 11), "
+                           "resolves to hooks.core.Caller.fire")
 
 
 def test_reasons_and_confidence_say_how_a_caller_was_found(

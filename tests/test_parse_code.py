@@ -413,6 +413,33 @@ def test_reference_column_counts_bytes() -> None:
     assert result.references == (Reference("f", "call", None, 1, 13, None),)
 
 
+def test_python_names_read_as_values_are_references_unless_local() -> None:
+    source = (
+        "from m import helper\n"
+        "alias = helper\n"  # module level: a reference
+        "def f(a, cb=helper):\n"  # a default value
+        "    x = a\n"
+        "    g(x, a, cb, helper)\n"  # locals and parameters are not references
+        "    h(key=f, items=[helper], pair={'k': helper})\n"
+        "    print([y for y in a], lambda z: z)\n"  # comprehension and lambda locals
+        "    return inner\n"  # a nested function, resolved by the graph
+        "    def inner(): return x\n"
+        "class C:\n"
+        "    field = 1\n"
+        "    def m(self): return field\n"  # a class body's names are not the method's
+        "    other = (field, m)\n"  # ... but are the class body's own
+        "    @m.setter\n"  # the object of a decorator
+        "    def n(self): pass\n"
+    )
+    refs = parse_code("m.py", source, "python", "production").references
+    assert [(r.line, r.name, r.enclosing) for r in refs
+            if r.kind == "attribute" and r.receiver is None] == [
+        (2, "helper", None), (3, "helper", "m.f"), (5, "helper", "m.f"), (6, "f", "m.f"),
+        (6, "helper", "m.f"), (6, "helper", "m.f"), (8, "inner", "m.f"),
+        (12, "field", "m.C.m"), (13, "m", "m.C"), (14, "m", "m.C"),
+    ]
+
+
 def test_multiline_receiver_is_collapsed() -> None:
     source = "x = (a\n     .b(1)\n     .c)\n"
     result = parse_code("m.py", source, "python", "production")

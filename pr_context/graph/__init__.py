@@ -3,15 +3,18 @@
 Built once per index by :func:`load_graph`; :func:`callers_of` then answers per symbol.
 A caller is ``graph`` when its reference resolves to the definition through imports
 (absolute, relative, aliased, ``*``, re-exports in ``__init__.py``, ``index.ts`` barrels
-and Rust ``pub use``), enclosing scopes, the same module or package, ``self``/``cls``/
-``this`` (and a Go method's receiver) with inherited methods, ``super()``, a constructed
-receiver (``Client().get()``), a Python receiver whose class is evident (an annotated
-parameter, ``x = C(...)``, ``self.x = C(...)``, a pytest fixture's return type; see
+and Rust ``pub use``), enclosing scopes (a Python class body included), the same module or
+package, ``self``/``cls``/``this`` (and a Go method's receiver) with inherited methods,
+``super()``, a constructed receiver (``Client().get()``), a Python receiver whose class
+is evident (annotations, constructors, ``self.x`` and module-level assignments that
+agree, functions' return annotations through attribute chains, ``__getattr__``, loops
+over annotated iterables, pytest fixtures; see :mod:`pr_context.graph.infer` and
 :mod:`pr_context.graph.types`), or instantiation of a class (which calls its
-constructor). A caller is ``lexical`` when only its name matches: a method called on a
-receiver of unknown class, a bare name nothing binds, or ``self.m()`` in a base class
-that may dispatch to an override. Nothing here reads files or the index except
-:func:`load_graph`.
+constructor). A Python function named as a value (passed, assigned, returned, a
+decorator's object) is a reference too. A caller is ``lexical`` when only its name
+matches: a method called on a receiver of unknown class, a bare name nothing binds, or
+``self.m()`` in a base class that may dispatch to an override. Nothing here reads files
+or the index except :func:`load_graph`.
 """
 
 from __future__ import annotations

@@ -148,8 +148,17 @@ def _default_export(tables: Tables, module: str) -> str | None:
 
 
 def _bind_scope(tables: Tables, enclosing: str | None, name: str) -> Binding | None:
-    """A function nested in an enclosing function, or (Java) a method of the class."""
+    """A function nested in an enclosing function, or (Java) a method of the class.
+
+    In a Python class body (a site whose innermost definition is the class: a field's
+    value, a method's decorator), the class's own methods and nested classes bind too;
+    its bases' do not, and a method body sees none of them.
+    """
     current = tables.definitions.get(enclosing or "")
+    if current is not None and current.kind in CLASS_KINDS and current.language == "python":
+        qualified = f"{current.qualified_name}.{name}"
+        if qualified in tables.definitions:
+            return Binding(qualified, f"defined in the class body of {current.qualified_name}")
     while current is not None:
         qualified = f"{current.qualified_name}.{name}"
         if current.kind in _FUNCTION_KINDS and qualified in tables.definitions:

@@ -7,15 +7,14 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from pr_context.graph.infer import Inferred, infer, is_local
 from pr_context.graph.names import (
     bind_name,
     enclosing_class,
     method_in,
-    mro,
     resolve_dotted,
 )
-from pr_context.graph.tables import CLASS_KINDS, Assignment, Site, Tables
-from pr_context.graph.types import is_local, variable_class
+from pr_context.graph.tables import CLASS_KINDS, Site, Tables
 
 __all__ = ["Resolution", "resolve_site"]
 
@@ -121,24 +120,20 @@ def _resolve_on_instance(tables: Tables, site: Site, class_text: str) -> Resolut
                       f"{_call_text(site)} on a new {d.qualified_name} resolves to {method}")
 
 
-def _held_class(tables: Tables, site: Site, receiver: str) -> Assignment | None:
-    """What a local name or ``self.attribute`` receiver evidently holds, if anything."""
-    if receiver.isidentifier():
-        return variable_class(tables, site.enclosing, receiver, site.line)
-    owner, _, attribute = receiver.partition(".")
-    if owner not in _SELF_RECEIVERS.get(site.language, ()) or not attribute.isidentifier():
+def _held_class(tables: Tables, site: Site, receiver: str) -> Inferred | None:
+    """The instance a Python receiver evidently holds (``x``, ``self.a.b``, ``f().g``)."""
+    if site.language != "python":
         return None
-    cls = enclosing_class(tables, site.enclosing)
-    return next((tables.attributes[(c, attribute)] for c in mro(tables, cls or "")
-                 if (c, attribute) in tables.attributes), None)
+    scope = tables.definitions.get(site.enclosing or "")
+    held = infer(tables, site.path, scope, site.line, receiver)
+    return held if held is not None and held.kind == "instance" else None
 
 
-def _resolve_typed(tables: Tables, site: Site, held: Assignment) -> Resolution:
+def _resolve_typed(tables: Tables, site: Site, held: Inferred) -> Resolution:
     """``x.m()`` where ``x`` evidently holds a ``C``: ``C.m`` or the base's ``m``."""
-    cls = held.cls or ""
-    method = method_in(tables, cls, site.name)
+    method = method_in(tables, held.target, site.name)
     if method is None:
-        return Resolution("external", reason=f"{cls} has no method {site.name}")
+        return Resolution("external", reason=f"{held.target} has no method {site.name}")
     return Resolution("resolved", method, f"{_call_text(site)} where {site.receiver} is "
                                           f"{held.how}, resolves to {method}")
 

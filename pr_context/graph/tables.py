@@ -6,6 +6,7 @@ works on the :class:`Tables` it returns.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ _SITE_KINDS = ("call", "instantiation", "attribute")
 # repeats the signature lines before them); class headers elide their members.
 _SOURCE_CHUNKS = ("definition", "definition_part", "module")
 Rows = Sequence[tuple[Any, ...]]
+# `    name = ...`, `    name: T`: a class-level field in a class header (multiline mode).
+_FIELD = re.compile(r"^[ \t]+([A-Za-z_]\w*)[ \t]*(?::|=(?!=))", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -76,15 +79,23 @@ class Tables:
     variables: Mapping[tuple[str, str], tuple[Assignment, ...]] = field(default_factory=dict)
     # (class, attribute) -> class of what every ``self.attribute = ...`` in it assigns
     attributes: Mapping[tuple[str, str], Assignment] = field(default_factory=dict)
+    # (path, name) -> class of what every module-level ``name = ...`` of the file assigns
+    globals: Mapping[tuple[str, str], Assignment] = field(default_factory=dict)
+    # class -> data attributes it sets: names assigned in its body or to ``self.name``
+    members: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # later definitions of a qualified name ``definitions`` holds (overloads, redefinitions)
+    shadowed: tuple[Def, ...] = ()
 
 
 @dataclass(frozen=True)
 class Assignment:
-    """From ``line`` on, a name holds an instance of ``cls`` (None: of something unknown)."""
+    """From ``line`` on, a name holds an instance of ``cls`` (None: of something unknown),
+    or with ``iterable``, something whose items are instances of ``cls``."""
 
     line: int
     cls: str | None
     how: str  # a clause for reasons: "annotated as C", "assigned C(...) on line 4"
+    iterable: bool = False
 
 
 def read_tables(store: IndexStore) -> Tables:
@@ -102,18 +113,23 @@ def read_tables(store: IndexStore) -> Tables:
     chunks = store.query("SELECT c.path, c.start_line, c.end_line, c.text FROM chunks c "
                          "JOIN files f ON f.path = c.path WHERE f.language = 'python' "
                          f"AND c.kind IN ({chunk_kinds}) ORDER BY c.path, c.ordinal")
-    return tables_from_rows(files, defs, imports, sites, chunks)
+    headers = store.query("SELECT c.symbol, c.text FROM chunks c JOIN files f "
+                          "ON f.path = c.path WHERE f.language = 'python' "
+                          "AND c.kind = 'class_header' ORDER BY c.path, c.ordinal")
+    return tables_from_rows(files, defs, imports, sites, chunks, headers)
 
 
 def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
-                     chunks: Rows = ()) -> Tables:
+                     chunks: Rows = (), headers: Rows = ()) -> Tables:
     """Tables from raw rows, in the column order :func:`read_tables` selects."""
     language: dict[str, str] = dict(files)
     definitions: dict[str, Def] = {}
+    shadowed: list[Def] = []
     for path, name, qualified, kind, signature, parent, *span in defs:
         if path in language:
-            definitions.setdefault(qualified, Def(path, language[path], name, qualified, kind,
-                                                  signature, parent, *span))
+            d = Def(path, language[path], name, qualified, kind, signature, parent, *span)
+            if definitions.setdefault(qualified, d) is not d:
+                shadowed.append(d)
     file_module = _file_modules(language, definitions)
     modules: dict[str, list[str]] = defaultdict(list)
     for path, module in file_module.items():
@@ -124,7 +140,8 @@ def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
     return Tables(definitions, {m: tuple(p) for m, p in modules.items()}, file_module,
                   language, {p: tuple(i) for p, i in by_path.items()},
                   tuple(Site(row[0], language[row[0]], *row[1:]) for row in sites
-                        if row[0] in language), lines=_source_lines(chunks))
+                        if row[0] in language), lines=_source_lines(chunks),
+                  members=_class_fields(headers), shadowed=tuple(shadowed))
 
 
 def _source_lines(chunks: Rows) -> dict[str, dict[int, str]]:
@@ -135,6 +152,18 @@ def _source_lines(chunks: Rows) -> dict[str, dict[int, str]]:
         own = text.split("\n")[-(end - start + 1):]
         lines[path].update(zip(range(start, end + 1), own, strict=False))
     return dict(lines)
+
+
+def _class_fields(headers: Rows) -> dict[str, frozenset[str]]:
+    """class -> names its header (its body without method bodies) assigns or annotates.
+
+    Lines of docstrings and nested classes may add names: a superset only keeps
+    ``__getattr__`` from answering for a name the class may set.
+    """
+    fields: dict[str, set[str]] = defaultdict(set)
+    for symbol, text in headers:
+        fields[symbol].update(_FIELD.findall(text))
+    return {symbol: frozenset(names) for symbol, names in fields.items()}
 
 
 def _file_modules(language: Mapping[str, str], definitions: Mapping[str, Def]

@@ -1,11 +1,16 @@
-"""Classes of local names where the source makes them evident (Python only).
+"""Classes of local, ``self`` attribute and module-level names where the source makes them
+evident (Python).
 
-A name gets a class from a parameter annotation (``def f(x: C)``), a constructor call
-(``x = C(...)``, ``self.x = C(...)``), an annotated assignment (``x: C = ...``) or, for a
-parameter of a test or fixture, a pytest fixture of that name whose return annotation or
-``return C(...)`` / ``yield C(...)`` names a class. Any other assignment to the name makes
-it unknown again from that line on. Nothing here infers through calls, containers or
-branches: an untyped name stays unknown, so its calls stay lexical candidates.
+A name gets a class from a parameter annotation (``def f(x: C)``), an annotated
+declaration (``x: C``, ``x: list[C] = []``, which holds for the whole function, as a type
+checker reads it), an assignment whose value :func:`~pr_context.graph.infer.infer` can
+tell (``x = C(...)``, ``x = make()`` with ``-> C``, ``x = pm.hook``, ``self.x = param``),
+a loop over an iterable of known items (``for b in buckets``), or, for a parameter of a
+test or fixture, a pytest fixture of that name whose return annotation or returned value
+names a class. Any other assignment makes a local unknown from that line on; a ``self``
+attribute or a module-level name is known only when all its assignments agree (and no
+function rebinds it with ``global``). Values that depend on other names are inferred in
+rounds until nothing changes.
 """
 
 from __future__ import annotations
@@ -14,161 +19,233 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from pr_context.graph.names import bind_name, enclosing_class, resolve_dotted
-from pr_context.graph.tables import CLASS_KINDS, Assignment, Def, Tables
+from pr_context.graph.annotations import Annotated, annotated_type, parameters, return_annotation
+from pr_context.graph.infer import FUNCTION_KINDS, Inferred, infer
+from pr_context.graph.names import enclosing_class
+from pr_context.graph.tables import Assignment, Def, Tables
 
-__all__ = ["bind_types", "is_local", "variable_class"]
+__all__ = ["bind_types"]
 
-_FUNCTION_KINDS = frozenset({"function", "method"})
-_SELF = frozenset({"self", "cls"})
+# Each round types the values that depend on names typed in the round before
+# (``a = C()``, ``b = a.make()``, ``c = b.part``); chains deeper than this stay unknown.
+MAX_ROUNDS = 6
 # `x = ...`, `x: T = ...`, `self.x = ...`; not `==`, not keyword arguments (indented
 # continuation lines are not told apart, but `f(\n    x=C())` has no space before `=`).
 _ASSIGN = re.compile(r"\s*(self\.)?([A-Za-z_]\w*)\s*(?::\s*([^=]+?))?\s+=\s+(\S.*)")
-_CALLED = re.compile(r"(?:await\s+)?([A-Za-z_][\w.]*)\(")
+# `x: T` declares without assigning.
+_DECLARE = re.compile(r"\s*(self\.)?([A-Za-z_]\w*)\s*:\s*([^=:#\s][^=:#]*?)\s*(?:#.*)?")
+_LOOP = re.compile(r"\s*(?:async\s+)?for\s+([A-Za-z_]\w*)\s+in\s+(.+?)\s*:\s*(?:#.*)?")
+# `a, b = ...` needs spaces around `=`, like _ASSIGN: `f(\n    A, B, key=C)` binds nothing.
 _REBOUND = re.compile(r"\s*(?:async\s+)?(?:for\s+(.+?)\s+in\b|with\b.*\bas\s+(\w+)\s*:)"
-                      r"|\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*=[^=]")
-_RETURNED = re.compile(r"\s*(?:return|yield)\s+(?:await\s+)?([A-Za-z_][\w.]*)(\()?")
+                      r"|\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s+=\s")
+_RETURNED = re.compile(r"\s*(?:return|yield)\s+(\S.*)")
 _FIXTURE = re.compile(r"\s*@(?:pytest\.)?fixture\b")
 _DEF_LINE = re.compile(r"\s*(?:async\s+)?def\s")
-_OPTIONAL = re.compile(r"Optional\[(.+)\]|(.+?)\s*\|\s*None|None\s*\|\s*(.+)")
-_DEPTH = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
-_DOTTED = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*")
+_CALL_HEAD = re.compile(r"(?:await\s+)?([A-Za-z_][\w.]*)\(")
+_KEYWORDS = frozenset({"else", "try", "finally", "except", "lambda", "case", "match"})
+
+Key = tuple[str, str]  # (function, local name), (class, attribute) or (path, global name)
+_GLOBAL = re.compile(r"\s*global\s+(.+)")
+
+
+@dataclass
+class _Pending:
+    """An assignment whose class is inferred from ``value`` once the names in it are known."""
+
+    held: list[Assignment]  # the list the assignment sits in
+    index: int
+    path: str
+    scope: Def | None  # None: at module level
+    value: str  # an expression, or (``loop``) the iterable a loop runs over
+    loop: bool
+
+
+@dataclass
+class _Bindings:
+    """What bind_types collects before it freezes it into the tables."""
+
+    variables: dict[Key, list[Assignment]]
+    declared: dict[Key, list[Assignment]]  # typed annotations: they hold everywhere
+    attributes: dict[Key, list[Assignment]]
+    globals: dict[Key, list[Assignment]]  # module-level names
+    declared_global: set[Key]  # names a function rebinds with ``global``
+    pending: list[_Pending]
 
 
 def bind_types(tables: Tables) -> Tables:
     """``tables`` with the variables and ``self`` attributes whose class is evident."""
-    variables: dict[tuple[str, str], list[Assignment]] = defaultdict(list)
-    attributes: dict[tuple[str, str], list[Assignment]] = defaultdict(list)
+    bindings = _Bindings(defaultdict(list), defaultdict(list), defaultdict(list),
+                         defaultdict(list), set(), [])
     for d in _python_functions(tables):
-        for name, annotation in _parameters(d.signature):
-            cls = _annotated_class(tables, d, annotation)
-            if cls:
-                variables[(d.qualified_name, name)].append(
-                    Assignment(d.start_line, cls, f"annotated as {cls}"))
+        for name, annotation in parameters(d.signature):
+            named = annotated_type(tables, d.path, d.qualified_name, annotation)
+            if named:
+                held = _typed(d.start_line, named, f"annotated as {named.cls}")
+                bindings.variables[(d.qualified_name, name)].append(held)
+                bindings.declared[(d.qualified_name, name)].append(held)
+    functions: dict[str, list[Def]] = defaultdict(list)
+    for d in _python_functions(tables):
+        functions[d.path].append(d)
     for path, lines in tables.lines.items():
-        _bind_lines(tables, path, lines, variables, attributes)
-    tables = replace(tables, variables=_sorted(variables),
-                     attributes=_agreed(attributes))
-    return replace(tables, variables=_sorted(_with_fixtures(tables, variables)))
+        _bind_lines(tables, path, lines, _line_owners(functions.get(path, [])), bindings)
+    members = defaultdict(set, {c: set(names) for c, names in tables.members.items()})
+    for cls, attribute in bindings.attributes:
+        members[cls].add(attribute)
+    tables = replace(tables, members={c: frozenset(n) for c, n in members.items()})
+    fixtures: dict[Key, list[Assignment]] = {}
+    for _ in range(MAX_ROUNDS):
+        tables = _frozen(tables, bindings, fixtures)
+        typed = _fixture_parameters(tables, bindings.variables)
+        if not _infer_pending(tables, bindings) and typed == fixtures:
+            break
+        fixtures = typed
+    return _frozen(tables, bindings, fixtures)
 
 
-def variable_class(tables: Tables, scope: str | None, name: str,
-                   line: int) -> Assignment | None:
-    """What ``name`` holds at ``line`` in ``scope`` or an enclosing function, if known."""
-    current = tables.definitions.get(scope or "")
-    if current is None or current.kind not in _FUNCTION_KINDS:
-        return None
-    held = [a for a in tables.variables.get((current.qualified_name, name), ())
-            if a.line < line]
-    if held or (current.qualified_name, name) in tables.variables:
-        return held[-1] if held and held[-1].cls else None
-    # A closure runs after its function has bound the name: every binding must agree.
-    outer = tables.definitions.get(current.parent or "")
-    while outer is not None and outer.kind in _FUNCTION_KINDS:
-        every = tables.variables.get((outer.qualified_name, name), ())
-        if every:
-            return every[0] if len({a.cls for a in every}) == 1 and every[0].cls else None
-        outer = tables.definitions.get(outer.parent or "")
-    return None
+def _frozen(tables: Tables, bindings: _Bindings, fixtures: Mapping[Key, list[Assignment]]
+            ) -> Tables:
+    variables = {key: bindings.declared.get(key) or held
+                 for key, held in bindings.variables.items()}
+    globals_ = {key: held for key, held in bindings.globals.items()
+                if key not in bindings.declared_global}
+    return replace(tables, variables=_sorted({**variables, **fixtures}),
+                   attributes=_agreed(bindings.attributes), globals=_agreed(globals_))
 
 
-def is_local(tables: Tables, scope: str | None, name: str) -> bool:
-    """Whether ``name`` is a parameter or assigned local of ``scope`` or a function around it.
-
-    Such a name hides a module-level definition of the same name (a pytest fixture's
-    parameter names the fixture function, but holds its value).
-    """
-    current = tables.definitions.get(scope or "")
-    while current is not None and current.kind in _FUNCTION_KINDS:
-        if (current.qualified_name, name) in tables.variables or any(
-                p == name for p, _ in _parameters(current.signature)):
-            return True
-        current = tables.definitions.get(current.parent or "")
-    return False
+def _infer_pending(tables: Tables, bindings: _Bindings) -> bool:
+    """Infer what pending assignments hold; True when one became known."""
+    still: list[_Pending] = []
+    for item in bindings.pending:
+        assignment = item.held[item.index]
+        value = infer(tables, item.path, item.scope, assignment.line, item.value)
+        if value is None or (item.loop and value.kind != "iterable") or (
+                value.kind not in {"instance", "iterable"}):
+            still.append(item)
+            continue
+        iterable = value.kind == "iterable" and not item.loop  # a loop takes one item
+        item.held[item.index] = replace(assignment, cls=value.target, iterable=iterable)
+    changed = len(still) < len(bindings.pending)
+    bindings.pending = still
+    return changed
 
 
 def _python_functions(tables: Tables) -> Iterator[Def]:
-    return (d for d in tables.definitions.values()
-            if d.language == "python" and d.kind in _FUNCTION_KINDS)
+    """Every Python function, the bodies of overloads and redefinitions included (they
+    share a qualified name, so their locals share one scope)."""
+    return (d for d in (*tables.definitions.values(), *tables.shadowed)
+            if d.language == "python" and d.kind in FUNCTION_KINDS)
 
 
 def _bind_lines(tables: Tables, path: str, lines: Mapping[int, str],
-                variables: dict[tuple[str, str], list[Assignment]],
-                attributes: dict[tuple[str, str], list[Assignment]]) -> None:
-    """Record each assignment of a local name or ``self`` attribute in ``path``."""
-    owners = _line_owners(tables, path)
+                owners: Mapping[int, Def], bindings: _Bindings) -> None:
+    """Record each assignment of a local, ``self`` attribute or module-level name in
+    ``path``'s ``lines``, whose functions ``owners`` gives by line."""
     for line, text in lines.items():
         scope = owners.get(line)
-        if scope is None:
-            continue
-        for name, assigned in _assignments(tables, scope, line, text):
-            if name.startswith("self."):
-                cls = enclosing_class(tables, scope.qualified_name)
-                if cls:
-                    attributes[(cls, name[5:])].append(assigned)
-            else:
-                variables[(scope.qualified_name, name)].append(assigned)
+        declared = _GLOBAL.match(text) if scope else None
+        if declared:
+            bindings.declared_global.update((path, n) for n in re.findall(r"\w+",
+                                                                         declared.group(1)))
+        for name, annotation, value, loop in _assignments(text):
+            where = scope.qualified_name if scope else None
+            named = annotated_type(tables, path, where, annotation) if annotation else None
+            held = (_typed(line, named, f"annotated as {annotation} on line {line}")
+                    if named else Assignment(line, None, _describe(value, loop, line)))
+            target = _binding_list(tables, path, scope, name, bindings)
+            if target is None:
+                continue
+            if named and scope and not name.startswith("self."):
+                bindings.declared[(scope.qualified_name, name)].append(held)
+            target.append(held)
+            if named is None and value:
+                bindings.pending.append(
+                    _Pending(target, len(target) - 1, path, scope, value, loop))
 
 
-def _assignments(tables: Tables, scope: Def, line: int,
-                 text: str) -> Iterator[tuple[str, Assignment]]:
+def _binding_list(tables: Tables, path: str, scope: Def | None, name: str,
+                  bindings: _Bindings) -> list[Assignment] | None:
+    """Where an assignment of ``name`` (``self.x``, a local, a module-level name) goes."""
+    if scope is None:
+        return None if name.startswith("self.") else bindings.globals[(path, name)]
+    if not name.startswith("self."):
+        return bindings.variables[(scope.qualified_name, name)]
+    cls = enclosing_class(tables, scope.qualified_name)
+    return bindings.attributes[(cls, name[5:])] if cls else None
+
+
+def _assignments(text: str) -> Iterator[tuple[str, str | None, str | None, bool]]:
+    """(name, annotation, value, is_loop) for each name ``text`` binds."""
+    loop = _LOOP.fullmatch(text)
+    if loop:
+        yield loop.group(1), None, loop.group(2), True
+        return
     rebound = _REBOUND.match(text)
     if rebound:
         targets = rebound.group(1) or rebound.group(2) or rebound.group(3)
         for name in re.findall(r"[A-Za-z_]\w*", targets):
-            yield name, Assignment(line, None, "")
+            yield name, None, None, False
         return
     match = _ASSIGN.match(text)
-    if match is None:
+    if match is not None:
+        is_self, name, annotation, value = match.groups()
+        if value.strip() != "None":  # `x = None` until set: calling on it would fail anyway
+            yield ("self." if is_self else "") + name, annotation and annotation.strip(), \
+                value, False
         return
-    is_self, name, annotation, value = match.groups()
-    cls = _annotated_class(tables, scope, annotation) if annotation else None
-    called = _CALLED.match(value)
-    if cls is None and called:
-        cls = _class_named(tables, scope, called.group(1))
-    source = (f"annotated as {annotation.strip()}" if annotation
-              else f"assigned {called.group(1)}(...)" if called else "assigned")
-    how = f"{source} on line {line}"
-    if value.strip() != "None":  # `x = None` until set: calling on it would fail anyway
-        yield ("self." if is_self else "") + name, Assignment(line, cls, how)
+    declared = _DECLARE.fullmatch(text)
+    if declared and declared.group(2) not in _KEYWORDS:
+        is_self, name, annotation = declared.groups()
+        yield ("self." if is_self else "") + name, annotation, None, False
 
 
-def _line_owners(tables: Tables, path: str) -> dict[int, Def]:
-    """line -> the innermost function of ``path`` whose body holds it."""
+def _describe(value: str | None, loop: bool, line: int) -> str:
+    if value is None:
+        return ""
+    if loop:
+        return f"an item of {value.strip()} (line {line})"
+    called = _CALL_HEAD.match(value.strip())
+    shown = f"{called.group(1)}(...)" if called else value.partition("#")[0].strip()
+    return f"assigned {shown} on line {line}"
+
+
+def _typed(line: int, named: Annotated, how: str) -> Assignment:
+    return Assignment(line, named.cls, how, iterable=named.iterable)
+
+
+def _line_owners(functions: list[Def]) -> dict[int, Def]:
+    """line -> the innermost of one file's ``functions`` whose body holds it."""
     owners: dict[int, Def] = {}
-    functions = sorted((d for d in _python_functions(tables) if d.path == path),
-                       key=lambda d: (d.start_line, -d.end_line))
-    for d in functions:  # an inner function comes later and overwrites its lines
+    for d in sorted(functions, key=lambda d: (d.start_line, -d.end_line)):
+        # an inner function comes later and overwrites its lines
         for line in range(d.start_line, d.end_line + 1):
             owners[line] = d
     return owners
 
 
-def _with_fixtures(tables: Tables, variables: dict[tuple[str, str], list[Assignment]]
-                   ) -> dict[tuple[str, str], list[Assignment]]:
+def _fixture_parameters(tables: Tables, variables: Mapping[Key, list[Assignment]]
+                        ) -> dict[Key, list[Assignment]]:
     """Parameters of tests and fixtures typed by the fixture of their name.
 
-    Two rounds, so a fixture that returns another fixture (``def f(pm): return pm``)
-    is typed too. A nearer fixture of unknown class hides a farther typed one.
+    A fixture that returns another fixture (``def f(pm): return pm``) is typed in the
+    round after. A nearer fixture of unknown class hides a farther typed one.
     """
     fixtures = [d for d in _python_functions(tables) if _is_fixture(tables, d)]
+    by_name: dict[str, list[tuple[Def, Assignment | None]]] = defaultdict(list)
+    for d in fixtures:
+        by_name[d.name].append((d, _fixture_class(tables, d)))
+    is_fixture = set(fixtures)
     requesting = [d for d in _python_functions(tables)
-                  if d.name.startswith("test") or d in fixtures]
-    typed = dict(variables)
-    for _ in range(2):
-        by_name: dict[str, list[tuple[Def, Assignment | None]]] = defaultdict(list)
-        for d in fixtures:
-            by_name[d.name].append((d, _fixture_class(tables, d)))
-        for d in requesting:
-            for name, annotation in _parameters(d.signature):
-                key = (d.qualified_name, name)
-                found = None if annotation or key in variables else _visible_fixture(
-                    d.path, by_name.get(name, []))
-                if found:
-                    typed[key] = [replace(found, line=d.start_line)]
-        tables = replace(tables, variables=_sorted(typed))
+                  if d.name.startswith("test") or d in is_fixture]
+    typed: dict[Key, list[Assignment]] = {}
+    for d in requesting:
+        for name, annotation in parameters(d.signature):
+            key = (d.qualified_name, name)
+            found = None if annotation or key in variables else _visible_fixture(
+                d.path, by_name.get(name, []))
+            if found:
+                typed[key] = [replace(found, line=d.start_line)]
     return typed
 
 
@@ -184,22 +261,19 @@ def _is_fixture(tables: Tables, d: Def) -> bool:
 
 
 def _fixture_class(tables: Tables, d: Def) -> Assignment | None:
-    """The class a fixture returns: its return annotation, else its ``return C(...)``."""
+    """The class a fixture returns: its return annotation, else its first returned value."""
     where = f"the fixture {d.name} ({d.path}:{d.start_line}) returning"
-    cls = _annotated_class(tables, d, d.signature.rpartition("->")[2].strip()
-                           if "->" in d.signature else None)
-    if cls:
-        return Assignment(d.start_line, cls, f"{where} {cls}")
+    named = annotated_type(tables, d.path, d.qualified_name, return_annotation(d.signature))
+    if named and not named.iterable:
+        return Assignment(d.start_line, named.cls, f"{where} {named.cls}")
     lines = tables.lines.get(d.path, {})
     for line in range(d.start_line, d.end_line + 1):
         returned = _RETURNED.match(lines.get(line, ""))
-        if returned and returned.group(2):
-            cls = _class_named(tables, d, returned.group(1))
-        elif returned:
-            held = variable_class(tables, d.qualified_name, returned.group(1), line)
-            cls = held.cls if held else None
         if returned:
-            return Assignment(d.start_line, cls, f"{where} {cls}") if cls else None
+            value: Inferred | None = infer(tables, d.path, d, line, returned.group(1))
+            if value is None or value.kind != "instance":
+                return None
+            return Assignment(d.start_line, value.target, f"{where} {value.target}")
     return None
 
 
@@ -218,72 +292,15 @@ def _visible_fixture(path: str, candidates: list[tuple[Def, Assignment | None]]
     return min(ranked, key=lambda r: r[0])[1] if ranked else None
 
 
-def _parameters(signature: str) -> Iterator[tuple[str, str | None]]:
-    """(name, annotation) of each parameter in a ``def`` signature, ``self`` left out."""
-    inside = signature.partition("(")[2].rpartition(")")[0]
-    for part in _top_level_split(inside):
-        head, _, _default = _top_level_partition(part, "=")
-        name, colon, annotation = head.partition(":")
-        name = name.strip().lstrip("*")
-        if name.isidentifier() and name not in _SELF:
-            yield name, annotation.strip() if colon else None
-
-
-def _top_level_split(text: str) -> list[str]:
-    parts: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for char in text:
-        depth += _DEPTH.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    return [*parts, "".join(current)]
-
-
-def _top_level_partition(text: str, separator: str) -> tuple[str, str, str]:
-    depth = 0
-    for i, char in enumerate(text):
-        depth += _DEPTH.get(char, 0)
-        if char == separator and depth == 0:
-            return text[:i], separator, text[i + 1:]
-    return text, "", ""
-
-
-def _annotated_class(tables: Tables, scope: Def, annotation: str | None) -> str | None:
-    """The index class an annotation names: ``C``, ``"C"``, ``m.C``, ``C | None``."""
-    if not annotation:
-        return None
-    text = annotation.strip().strip("'\"").strip()
-    optional = _OPTIONAL.fullmatch(text)
-    if optional:
-        text = next(g for g in optional.groups() if g).strip().strip("'\"")
-    return _class_named(tables, scope, text) if _DOTTED.fullmatch(text) else None
-
-
-def _class_named(tables: Tables, scope: Def, dotted: str) -> str | None:
-    """The index class ``dotted`` denotes where ``scope`` is, or None."""
-    head, _, rest = dotted.partition(".")
-    binding = bind_name(tables, scope.path, scope.qualified_name, head)
-    target = binding and resolve_dotted(tables, ".".join(
-        p for p in (binding.target, rest) if p))
-    d = tables.definitions.get(target or "")
-    return d.qualified_name if d and d.kind in CLASS_KINDS else None
-
-
-def _sorted(variables: Mapping[tuple[str, str], list[Assignment]]
-            ) -> dict[tuple[str, str], tuple[Assignment, ...]]:
+def _sorted(variables: Mapping[Key, list[Assignment]]) -> dict[Key, tuple[Assignment, ...]]:
     return {key: tuple(sorted(held, key=lambda a: a.line)) for key, held in variables.items()}
 
 
-def _agreed(attributes: Mapping[tuple[str, str], list[Assignment]]
-            ) -> dict[tuple[str, str], Assignment]:
+def _agreed(attributes: Mapping[Key, list[Assignment]]) -> dict[Key, Assignment]:
     """Attributes every assignment of which (``None`` aside) gives the same class."""
     agreed = {}
     for key, held in attributes.items():
-        classes = {a.cls for a in held}
-        if len(classes) == 1 and None not in classes:
+        classes = {(a.cls, a.iterable) for a in held}
+        if len(classes) == 1 and None not in {a.cls for a in held}:
             agreed[key] = min(held, key=lambda a: a.line)
     return agreed

@@ -21,7 +21,7 @@ __all__ = ["PARSER_VERSION", "parse_file"]
 
 # Bump whenever parsing, chunking, roles or redaction change what lands in the index:
 # indexes built by another parser version are rebuilt rather than mixed.
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor"})
 
 

@@ -26,6 +26,7 @@ from pr_context.parse.code_imports import imports_from
 from pr_context.parse.code_lang import LANGUAGE_SPECS, LanguageSpec, TagQuery, tag_query
 from pr_context.parse.code_paths import module_path
 from pr_context.parse.code_refs import ReferenceTag, collect_references
+from pr_context.parse.code_scopes import Scopes
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -46,6 +47,8 @@ class _Tags:
     imports: list[Node] = field(default_factory=list)
     skipped: set[int] = field(default_factory=set)  # start bytes that are not references
     wrappers: dict[int, Node] = field(default_factory=dict)  # by the wrapped node's id
+    scopes: list[Node] = field(default_factory=list)  # nodes that open a naming scope
+    bound: list[Node] = field(default_factory=list)  # names a scope binds (locals)
 
 
 def parse_code(path: str, text: str, language: str, role: Role) -> ParsedFile:
@@ -65,7 +68,8 @@ def parse_code(path: str, text: str, language: str, role: Role) -> ParsedFile:
         language=language,
         role=role,
         definitions=tuple(site.definition for site in sites if site.definition is not None),
-        references=tuple(collect_references(tags.references, tags.skipped, src, sites)),
+        references=tuple(collect_references(tags.references, tags.skipped, src, sites,
+                                            Scopes(tags.scopes, tags.bound, src))),
         imports=tuple(_imports(tags.imports, src, language)),
         chunks=tuple(build_chunks(root, sites, text.split("\n"), path, language, role)),
         syntax_errors=_count_errors(root),
@@ -94,6 +98,10 @@ def _tags(query: TagQuery, root: Node) -> _Tags:
             tags.skipped.update(node.start_byte for node in nodes)
         elif role.role == "skip":
             tags.skipped.update(node.start_byte for node in captures[role.capture])
+        elif role.role == "scope":
+            tags.scopes.extend(captures[role.capture])
+        elif role.role == "local":
+            tags.bound.extend(captures[role.capture])
     tags.imports.sort(key=_start)
     return tags
 

@@ -7,7 +7,9 @@ role, read from its captures:
 - ``@definition.<kind>`` on a definition node with ``@name.definition.<kind>`` on its name;
 - ``@name.reference.<kind>`` on a used identifier, with ``@receiver`` on the text left of it;
 - ``@wrapper`` on a node that may only wrap the ``@wrapped`` definition (decorators, export);
-- ``@import`` on an import statement; ``@skip`` on identifiers that are no references.
+- ``@import`` on an import statement; ``@skip`` on identifiers that are no references;
+- ``@scope`` on a node that opens a naming scope and ``@local`` on a name a scope binds
+  (Python), so a local read as a value is not taken for a reference.
 
 Everything here is read-only and cached; nothing parses source.
 """
@@ -33,8 +35,9 @@ _COMMENT = re.compile(r";[^\n]*")
 _DEFINITION = "definition."
 _REFERENCE = "name.reference."
 
-PatternKind = Literal["definition", "reference", "wrapper", "import", "skip", "none"]
-_PLAIN_ROLES: tuple[PatternKind, ...] = ("import", "skip")
+PatternKind = Literal[
+    "definition", "reference", "wrapper", "import", "skip", "scope", "local", "none"]
+_PLAIN_ROLES: tuple[PatternKind, ...] = ("import", "skip", "scope", "local")
 
 
 @dataclass(frozen=True)

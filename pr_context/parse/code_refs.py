@@ -4,7 +4,10 @@ The query may tag one identifier more than once (``b`` in ``a.b()`` is both a ca
 an attribute): the kind in :data:`_PRIORITY` order wins, then the match that has a
 receiver. Identifiers tagged ``@skip`` (declared type parameters, qualifiers of a dotted
 type), the ``require`` of ``require('m')`` and definition names are not references; the
-queries tag no node types that occur inside import statements. Columns are
+queries tag no node types that occur inside import statements. A ``value`` tag (Python: a
+bare name passed, assigned, returned or collected) is stored as an ``attribute`` use, a
+read without a call, unless a scope around it binds the name (a local, see
+:mod:`pr_context.parse.code_scopes`). Columns are
 tree-sitter's: 0-based **bytes** into the UTF-8 line.
 """
 
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pr_context.models import Reference, RefKind
 from pr_context.parse.code_defs import Site, node_text
+from pr_context.parse.code_scopes import Scopes
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -24,18 +28,22 @@ __all__ = ["MAX_RECEIVER_CHARS", "ReferenceTag", "collect_references"]
 ReferenceTag = tuple[str, "Node", "Node | None"]
 
 # Lower wins when one identifier is tagged twice: a called attribute is a call.
-_PRIORITY: dict[str, int] = {"call": 0, "instantiation": 1, "type": 2, "attribute": 3}
+_PRIORITY: dict[str, int] = {
+    "call": 0, "instantiation": 1, "type": 2, "attribute": 3, "value": 4,
+}
 _KINDS: dict[str, RefKind] = {
     "call": "call", "instantiation": "instantiation", "type": "type", "attribute": "attribute",
+    "value": "attribute",
 }
 # Receivers longer than this are chained expressions no resolver can use.
 MAX_RECEIVER_CHARS = 200
 
 
 def collect_references(
-    tags: list[ReferenceTag], skipped: set[int], src: bytes, sites: list[Site]
+    tags: list[ReferenceTag], skipped: set[int], src: bytes, sites: list[Site], scopes: Scopes
 ) -> list[Reference]:
-    """References in source order; ``skipped`` are start bytes of identifiers to leave out."""
+    """References in source order; ``skipped`` are start bytes of identifiers to leave out,
+    ``scopes`` tells which names read as values are locals."""
     best = _best_tags(tags)
     skipped = skipped | {site.name_byte for site in sites}
     enclosing = _Enclosing(sites)
@@ -47,6 +55,8 @@ def collect_references(
         row, column = name.start_point
         receiver_text = None if receiver is None else _receiver_text(receiver, src)
         text = node_text(name, src)
+        if kind == "value" and scopes.is_local(text, start):
+            continue
         # Positional arguments: this loop runs for every tagged identifier of the file.
         references.append(
             Reference(text, _KINDS[kind], receiver_text, row + 1, column, enclosing.at(start))
