@@ -18,6 +18,9 @@ Rules, per file pair (base path -> head path, following git renames):
   removed and an added definition whose text is equal modulo the name), ``modified``
   (touched and its own text differs), ``added``, ``removed``. A definition whose text
   did not change is not listed, even if the diff moved it within the file.
+- Across files: a definition removed from one file and added to another under the same
+  file-relative name, with code at least ``MOVE_SIMILARITY`` alike, moved: ``renamed``
+  (or ``signature_changed``) with ``old_path`` and ``old_qualified_name``.
 - ``cosmetic`` marks a modification of comments, docstrings or whitespace only; for
   Python the code is compared as an AST, so re-indenting a statement into a block is not
   cosmetic.
@@ -26,6 +29,7 @@ Rules, per file pair (base path -> head path, following git renames):
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -43,6 +47,7 @@ from pr_context.signatures import parameter_changes
 
 __all__ = [
     "MAX_CHANGED_FILES",
+    "MOVE_SIMILARITY",
     "ChangeKind",
     "ChangedSymbol",
     "SourceFile",
@@ -56,6 +61,9 @@ ChangeKind = Literal["added", "modified", "removed", "renamed", "signature_chang
 # A PR touching more code files than this is a vendoring or reformatting sweep; parsing
 # both sides of every file would dominate the run for symbols nobody reviews one by one.
 MAX_CHANGED_FILES = 500
+# Code this alike (after comments and whitespace) under the same name in another file is
+# the same definition moved, maybe touched up on the way.
+MOVE_SIMILARITY = 0.75
 
 _LINE_COMMENT = {"python": "#"}
 _C_LINE_COMMENT = "//"
@@ -139,24 +147,80 @@ def changed_symbols(
     ``base_files`` and ``head_files`` map paths to their parsed text at each revision;
     files the patch names but the mappings lack (binary, no grammar) are left out. Pure.
     """
-    found = [symbol for diff in parse_patch(patch_text)
-             for symbol in _file_symbols(diff, base_files.get(diff.base_path),
-                                         head_files.get(diff.path))]
+    found: list[ChangedSymbol] = []
+    gone: list[tuple[Definition, _Side]] = []
+    new: list[tuple[Definition, _Side]] = []
+    for diff in parse_patch(patch_text):
+        symbols, removed, added = _file_symbols(diff, base_files.get(diff.base_path),
+                                                head_files.get(diff.path))
+        found += symbols
+        gone += removed
+        new += added
+    found += _moved_or_one_sided(gone, new)
     return sorted(found, key=lambda s: (s.path, s.start_line, s.end_line, s.qualified_name))
 
 
 def _file_symbols(
     diff: FileDiff, base: SourceFile | None, head: SourceFile | None
-) -> list[ChangedSymbol]:
+) -> tuple[list[ChangedSymbol], list[tuple[Definition, _Side]],
+           list[tuple[Definition, _Side]]]:
+    """Matched changes in one file pair, and its definitions only one side has."""
     if base is None and head is None:
-        return []
+        return [], [], []
     base_side = _side(diff.base_path, base if diff.status != "added" else None,
                       diff.removed_lines)
     head_side = _side(diff.path, head if diff.status != "deleted" else None, diff.added_lines)
     old_path = diff.old_path if diff.status == "renamed" else None
-    symbols = (_pair_symbol(pair, base_side, head_side, old_path)
-               for pair in _pair_definitions(base_side, head_side))
-    return [s for s in symbols if s is not None]
+    symbols, removed, added = [], [], []
+    for pair in _pair_definitions(base_side, head_side):
+        if pair.head is None and pair.base is not None:
+            removed.append((pair.base, base_side))
+        elif pair.base is None and pair.head is not None:
+            added.append((pair.head, head_side))
+        elif (symbol := _pair_symbol(pair, base_side, head_side, old_path)) is not None:
+            symbols.append(symbol)
+    return symbols, removed, added
+
+
+def _moved_or_one_sided(gone: list[tuple[Definition, _Side]],
+                        new: list[tuple[Definition, _Side]]) -> list[ChangedSymbol]:
+    """Pair definitions removed from one file and added to another: a move is a rename.
+
+    A pair has the same kind and file-relative name (``Class.method``), unique on both
+    sides, and code at least ``MOVE_SIMILARITY`` alike; everything else is a plain
+    removal or addition.
+    """
+    def keyed(items: list[tuple[Definition, _Side]]) -> dict[str, list[tuple[Definition, _Side]]]:
+        groups: dict[str, list[tuple[Definition, _Side]]] = {}
+        for d, side in items:
+            by_name = {x.qualified_name: x for x in side.definitions}
+            groups.setdefault(_local_key(d, by_name), []).append((d, side))
+        return groups
+
+    removed, added = keyed(gone), keyed(new)
+    symbols: list[ChangedSymbol] = []
+    paired: set[int] = set()
+    for key, olds in removed.items():
+        news = added.get(key, [])
+        if len(olds) != 1 or len(news) != 1:
+            continue
+        (b, base), (h, head) = olds[0], news[0]
+        if base.path == head.path or base.language != head.language:
+            continue
+        if _similarity(_own_text(base, b), _own_text(head, h), head.language) < MOVE_SIMILARITY:
+            continue
+        symbol = _matched(b, h, base, head, base.path)
+        if symbol is not None:
+            symbols.append(symbol)
+        paired.update((id(b), id(h)))
+    symbols += [_one_sided(d, side, "removed") for d, side in gone if id(d) not in paired]
+    symbols += [_one_sided(d, side, "added") for d, side in new if id(d) not in paired]
+    return symbols
+
+
+def _similarity(old: str, new: str, language: str) -> float:
+    a, b = _normalised_code(old, language), _normalised_code(new, language)
+    return 1.0 if a == b else difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
 def _side(path: str, source: SourceFile | None, touched: frozenset[int]) -> _Side:

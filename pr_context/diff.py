@@ -57,7 +57,7 @@ def parse_patch(patch_text: str) -> list[FileDiff]:
 def _file_diff(patched: PatchedFile) -> FileDiff:
     lines = [line for hunk in patched for line in hunk]
     return FileDiff(
-        path=_strip_side(patched.source_file if patched.is_removed_file
+        path=_strip_side(patched.source_file if _status(patched) == "deleted"
                          else patched.target_file),
         old_path=_strip_side(patched.source_file) if patched.is_rename else None,
         status=_status(patched),
@@ -70,9 +70,11 @@ def _file_diff(patched: PatchedFile) -> FileDiff:
 
 
 def _status(patched: PatchedFile) -> DiffStatus:
-    if patched.is_added_file:
+    # By the /dev/null side, not unidiff's is_added_file/is_removed_file: with -U0 those
+    # take a hunk that empties the top of a file ("@@ -1,9 +0,0 @@") for a deletion.
+    if patched.source_file.rstrip("\t") == _NO_FILE:
         return "added"
-    if patched.is_removed_file:
+    if patched.target_file.rstrip("\t") == _NO_FILE:
         return "deleted"
     return "renamed" if patched.is_rename else "modified"
 

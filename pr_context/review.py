@@ -74,7 +74,9 @@ __all__ = [
 # past a minute is a sweep nobody reads symbol by symbol, so the rest are only listed.
 HEAD_INDEX_NAME = "head-index.duckdb"
 # Changes that break callers still written against the old name or signature.
-_BREAKING_CHANGES = frozenset({"signature_changed", "removed", "renamed"})
+# (A renamed symbol's head callers resolve to its new name: what a rename leaves behind
+# are its old name's callers at base, found by ``_left_on_old_name``.)
+_BREAKING_CHANGES = frozenset({"signature_changed", "removed"})
 # Changed files with these roles are counted, not analysed: nobody reviews them by hand.
 _EXCLUDED_ROLES = frozenset({"generated", "vendored"})
 _NOT_UPDATED = "not updated in this PR"
@@ -157,8 +159,8 @@ def review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Pa
         roles = {**_file_roles(db), **_file_roles(head_db)}
     excluded = sorted(p for p in pr_diff.paths if roles.get(p) in _EXCLUDED_ROLES)
     wanted = [s for s in changes.symbols if s.path not in excluded]
-    base_side = (_load_side(db)[0] if any(s.change == "removed" for s in wanted)
-                 else None)
+    with timer.stage("load_base"):
+        base_side = _load_side(db)[0] if any(map(_needs_base, wanted)) else None
     with timer.stage("analyse"):
         symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
                                                options.budget_s, _Sources(repo))
@@ -204,7 +206,7 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
                     if s.qualified_name == chosen.qualified_name), None)
     analysed = changed or chosen
     pr_diff = _pr_diff(repo, base, head)
-    base_side = _load_side(db)[0] if analysed.change == "removed" else None
+    base_side = _load_side(db)[0] if _needs_base(analysed) else None
     reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff, options.budget_s,
                                  _Sources(repo))
     report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
@@ -336,8 +338,11 @@ def _analyse_all(
         vector = symbol_vector(holder.corpus, change.qualified_name)
         docs = stale_docs(change, head.links, set(pr.paths), head.corpus, vector)
         tests.extend(linked)
+        callers = _caller_items(change, holder, head, pr, sources)
+        if change.old_qualified_name and base is not None and holder is head:
+            callers = _reranked([*callers, *_left_on_old_name(change, base, head, pr)])
         reports.append(_symbol_report(
-            change, _caller_items(change, holder, head, pr, sources),
+            change, callers,
             _link_items(linked, holder, head), _link_items(docs, head, head)))
     return reports, tests, skipped
 
@@ -388,6 +393,36 @@ def _call_problem(change: ChangedSymbol, caller: Caller, side: _Side,
     if call is None:
         return ""
     return python_call_break(call, change.old_signature, change.new_signature, change.symbol)
+
+
+def _needs_base(change: ChangedSymbol) -> bool:
+    """Removed symbols are analysed at base; renamed ones have callers left there."""
+    return change.change == "removed" or change.old_qualified_name is not None
+
+
+def _left_on_old_name(change: ChangedSymbol, base: _Side, head: _Side,
+                      pr: _PrDiff) -> list[EvidenceItem]:
+    """Base callers of a renamed or moved symbol's old name that the PR left as they were.
+
+    A caller is fine when its line was edited, or when its file has an unedited call that
+    resolves to the new name at head (the old module re-exports it).
+    """
+    assert change.old_qualified_name is not None
+    resolving = {c.path for c in callers_of(head.graph, change.qualified_name)
+                 if c.how == "graph"
+                 and c.line not in pr.added.get(c.path, frozenset())}
+    left = [c for c in callers_of(base.graph, change.old_qualified_name)
+            if c.how == "graph" and c.path not in resolving
+            and not _caller_updated(c, True, head, pr)]
+    problem = f"still refers to {change.old_qualified_name}, which this PR renamed or moved"
+    return [_caller_item(0, caller, False, problem, base, True, pr) for caller in left]
+
+
+def _reranked(items: list[EvidenceItem]) -> list[EvidenceItem]:
+    """Callers that need an update first, then by confidence and place; ranks from 1."""
+    ordered = sorted(items, key=lambda i: (not i.needs_update, -i.score, i.path,
+                                           i.line or 0))
+    return [dataclasses.replace(item, rank=rank) for rank, item in enumerate(ordered, 1)]
 
 
 class _Sources:

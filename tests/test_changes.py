@@ -449,6 +449,38 @@ def test_moved_file_with_an_edit(make_repo: MakeRepo, lang: str) -> None:
     assert {(s.path, s.old_path) for s in result.symbols} == {(new, old)}
 
 
+HELPERS = ("import os\n\n\n"
+           "def render_mode(options):\n"
+           "    if options.get('raw'):\n"
+           "        return 'raw'\n"
+           "    return os.environ.get('MODE', 'html')\n\n\n"
+           "def keep():\n    return 1\n")
+
+
+def test_a_function_moved_to_another_file_is_a_rename(make_repo: MakeRepo) -> None:
+    moved = "def render_mode(options):\n    if options.get('raw'):\n        return 'raw'\n" \
+            "    return os.environ.get('MODE', 'html')\n"
+    result = _edit(make_repo, {"pkg/documenters.py": HELPERS, "pkg/generate.py": "X = 1\n"},
+                   {"pkg/documenters.py": "def keep():\n    return 1\n",
+                    "pkg/generate.py": "import os\n\nX = 1\n\n\n" + moved})
+    [symbol] = result.symbols
+    assert (symbol.qualified_name, symbol.change) == ("pkg.generate.render_mode", "renamed")
+    assert (symbol.old_qualified_name, symbol.old_path) == ("pkg.documenters.render_mode",
+                                                            "pkg/documenters.py")
+    assert symbol.path == "pkg/generate.py" and symbol.start_line == 6
+
+
+def test_a_different_function_of_the_same_name_elsewhere_is_no_move(
+        make_repo: MakeRepo) -> None:
+    other = "def render_mode(config, fallback):\n    return fallback if config is None " \
+            "else config.mode\n"
+    result = _edit(make_repo, {"pkg/documenters.py": HELPERS, "pkg/generate.py": "X = 1\n"},
+                   {"pkg/documenters.py": "def keep():\n    return 1\n",
+                    "pkg/generate.py": "X = 1\n\n\n" + other})
+    assert [(s.qualified_name, s.change) for s in result.symbols] == [
+        ("pkg.documenters.render_mode", "removed"), ("pkg.generate.render_mode", "added")]
+
+
 @pytest.mark.parametrize(
     ("before", "after", "changes"),
     [
@@ -648,3 +680,10 @@ def test_call_arguments_of_a_reference_that_is_not_a_call() -> None:
     assert call_arguments("create_session, other)") is None
     assert call_arguments("create_session") is None
     assert call_arguments("obj.create_session (1, x == 2, k=v)") is not None
+
+
+def test_a_hunk_that_empties_the_top_of_a_file_is_no_deletion(make_repo: MakeRepo) -> None:
+    result = _edit(make_repo, {"pkg/m.py": "import os\n\n\ndef gone():\n    return os\n\n\n"
+                                           "def keep():\n    return 1\n"},
+                   {"pkg/m.py": "def keep():\n    return 1\n"})
+    assert [(s.qualified_name, s.change) for s in result.symbols] == [("pkg.m.gone", "removed")]

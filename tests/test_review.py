@@ -293,6 +293,39 @@ def test_radar_flags_only_calls_the_new_signature_breaks(
     assert callers["shop/jobs.py"]["needs_update"] is False  # never passed retries
 
 
+MOVED_BASE = {
+    "shop/__init__.py": "",
+    "shop/legacy.py": "def price(amount, rate):\n    total = amount * rate\n"
+                      "    return round(total, 2)\n",
+    "shop/cart.py": "from shop.legacy import price\n\n\ndef checkout(items):\n"
+                    "    return price(sum(items), 1.2)\n",
+}
+
+
+@pytest.mark.parametrize(("legacy_at_head", "flagged"), [
+    ("from shop.pricing import price  # re-exported for old imports\n", False),
+    ("", True),
+])
+def test_a_moved_function_flags_callers_left_on_the_old_module(
+        make_repo: Callable[..., GitRepo], tmp_path: Path, legacy_at_head: str,
+        flagged: bool) -> None:
+    repo = make_repo(MOVED_BASE)
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write("shop/pricing.py", MOVED_BASE["shop/legacy.py"])
+    repo.write("shop/legacy.py", legacy_at_head)
+    head = repo.commit("move price to pricing")
+    run_review(repo, base, head, tmp_path / "db.duckdb", tmp_path / "out")
+    data = load_evidence(tmp_path / "out")
+    moved = symbol(data, "shop.pricing.price")
+    assert (moved["change"], moved["old_qualified_name"]) == ("renamed", "shop.legacy.price")
+    cart = [c for c in moved["callers"] if c["path"] == "shop/cart.py"]
+    assert [c["needs_update"] for c in cart] == [flagged]
+    if flagged:
+        assert "still refers to shop.legacy.price" in cart[0]["reason"]
+        assert cart[0]["revision"] == base
+    assert data["summary"]["callers_not_updated"] == int(flagged)
+
+
 # -- rendering ------------------------------------------------------------------------------
 
 
