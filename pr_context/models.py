@@ -50,7 +50,7 @@ DefKind = Literal[
 
 RefKind = Literal[
     "call",  # f(), obj.f(), pkg.F()
-    "attribute",  # obj.attr read without a call
+    "attribute",  # obj.attr read without a call; in Python also a bare name used as a value
     "type",  # annotation, generic argument, extends/implements, Go/Rust type use
     "instantiation",  # new Foo(), Foo{...}, Foo::new() is a call
     "mention",  # identifier in a doc code span or code block
