@@ -95,7 +95,7 @@ TYPED_FILES = {
         "        self.hook = Hook()\n"
         "        self.name = name\n"
         "\n"
-        "    def get(self):\n"
+        "    def lookup(self):\n"
         "        return self.hook.call()\n"
         "\n"
         "\n"
@@ -110,18 +110,18 @@ TYPED_FILES = {
         "\n"
         "\n"
         "def annotated(m: Manager, o: Optional['core.Manager'] = None, *, k: int = 1):\n"
-        "    m.get()\n"
-        "    o.get()\n"
+        "    m.lookup()\n"
+        "    o.lookup()\n"
         "\n"
         "\n"
         "def constructed(thing):\n"
         "    x = Special('a')\n"
-        "    x.get()\n"
+        "    x.lookup()\n"
         "    x = thing.make()\n"
-        "    x.get()\n"
-        "    thing.get()\n"
+        "    x.lookup()\n"
+        "    thing.lookup()\n"
         "    def inner():\n"
-        "        return y.get()\n"
+        "        return y.lookup()\n"
         "    y = Manager('b')\n"
         "    return inner\n"
     ),
@@ -159,11 +159,11 @@ TYPED_FILES = {
         "    return pm\n"
         "\n"
         "\n"
-        "def test_get(pm, built, helper, other):\n"
-        "    pm.get()\n"
-        "    built.get()\n"
-        "    helper.get()\n"
-        "    other.get()\n"
+        "def test_lookup(pm, built, helper, other):\n"
+        "    pm.lookup()\n"
+        "    built.lookup()\n"
+        "    helper.lookup()\n"
+        "    other.lookup()\n"
         "\n"
         "\n"
         "@pytest.fixture\n"
@@ -172,9 +172,9 @@ TYPED_FILES = {
         "\n"
         "\n"
         "def test_shadowed(shadowed):\n"
-        "    shadowed.get()\n"
+        "    shadowed.lookup()\n"
     ),
-    "elsewhere/test_far.py": "def test_far(pm):\n    pm.get()\n",
+    "elsewhere/test_far.py": "def test_far(pm):\n    pm.lookup()\n",
 }
 
 # Functions used as values: passed, assigned, returned, aliased in a class body, decorators.
@@ -519,23 +519,24 @@ def sites(graph: SymbolGraph, qualified_name: str) -> list[Site]:
     pytest.param(PY_FILES, "shop.models.Order", [
         ("shop/models.py", 21, "shop.models.new_order", "graph"),
     ], id="python-instantiation-same-module"),
-    pytest.param(TYPED_FILES, "app.core.Manager.get", [
+    pytest.param(TYPED_FILES, "app.core.Manager.lookup", [
         ("app/use.py", 8, "app.use.annotated", "graph"),  # m: Manager
         ("app/use.py", 9, "app.use.annotated", "graph"),  # Optional['core.Manager']
         ("app/use.py", 14, "app.use.constructed", "graph"),  # x = Special(...), inherited
         ("app/use.py", 19, "app.use.constructed.inner", "graph"),  # closure over y
-        ("tests/unit/test_core.py", 10, "tests.unit.test_core.test_get", "graph"),  # -> Manager
-        ("tests/unit/test_core.py", 11, "tests.unit.test_core.test_get", "graph"),  # return pm
+        ("tests/unit/test_core.py", 10, "tests.unit.test_core.test_lookup", "graph"),  # -> Manager
+        ("tests/unit/test_core.py", 11, "tests.unit.test_core.test_lookup", "graph"),  # return pm
         ("app/use.py", 16, "app.use.constructed", "lexical"),  # x rebound to thing.make()
         ("app/use.py", 17, "app.use.constructed", "lexical"),  # untyped parameter
         ("elsewhere/test_far.py", 2, "elsewhere.test_far.test_far", "lexical"),  # no conftest
-        ("tests/unit/test_core.py", 12, "tests.unit.test_core.test_get", "lexical"),  # no fixture
-        ("tests/unit/test_core.py", 13, "tests.unit.test_core.test_get", "lexical"),
+        # no fixture
+        ("tests/unit/test_core.py", 12, "tests.unit.test_core.test_lookup", "lexical"),
+        ("tests/unit/test_core.py", 13, "tests.unit.test_core.test_lookup", "lexical"),
         # the file's own untyped fixture hides conftest's typed one
         ("tests/unit/test_core.py", 22, "tests.unit.test_core.test_shadowed", "lexical"),
     ], id="python-typed-receivers-and-untyped-traps"),
     pytest.param(TYPED_FILES, "app.core.Hook.call", [
-        ("app/core.py", 12, "app.core.Manager.get", "graph"),  # self.hook = Hook() in __init__
+        ("app/core.py", 12, "app.core.Manager.lookup", "graph"),  # self.hook = Hook() in __init__
     ], id="python-self-attribute"),
     pytest.param(TS_FILES, "web.lib.util.format", [
         ("web/app.ts", 6, "web.app.main", "graph"),  # through the index.ts barrel
@@ -686,14 +687,34 @@ def test_reasons_and_confidence_say_how_a_caller_was_found(
 def test_reasons_say_where_a_receiver_type_comes_from(
         graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
     by_line = {(c.path, c.line): c.reason
-               for c in callers_of(graphs(TYPED_FILES), "app.core.Manager.get")}
+               for c in callers_of(graphs(TYPED_FILES), "app.core.Manager.lookup")}
     assert by_line[("app/use.py", 14)] == (
-        "calls x.get() where x is assigned Special(...) on line 13, "
-        "resolves to app.core.Manager.get")
+        "calls x.lookup() where x is assigned Special(...) on line 13, "
+        "resolves to app.core.Manager.lookup")
     assert by_line[("tests/unit/test_core.py", 10)] == (
-        "calls pm.get() where pm is the fixture pm (tests/conftest.py:6) returning "
-        "app.core.Manager, resolves to app.core.Manager.get")
+        "calls pm.lookup() where pm is the fixture pm (tests/conftest.py:6) returning "
+        "app.core.Manager, resolves to app.core.Manager.lookup")
 
 
 def test_unknown_symbol_has_no_callers(graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
     assert callers_of(graphs(PY_FILES), "shop.nowhere") == []
+
+
+def test_builtin_method_names_give_no_same_name_candidates(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/multidict.py": ("class MultiDict:\n"
+                             "    def items(self):\n        return []\n\n"
+                             "    def merge(self, other):\n        return other\n"),
+        "pkg/use.py": ("from pkg.multidict import MultiDict\n\n\n"
+                       "def walk(mapping, thing):\n"
+                       "    for key, value in mapping.items():\n        print(key, value)\n"
+                       "    thing.merge(mapping)\n"
+                       "    return MultiDict().items()\n"),
+    }
+    graph = graphs(files)
+    assert sites(graph, "pkg.multidict.MultiDict.items") == [
+        ("pkg/use.py", 8, "pkg.use.walk", "graph")]  # mapping.items() is a dict's, likely
+    assert sites(graph, "pkg.multidict.MultiDict.merge") == [
+        ("pkg/use.py", 7, "pkg.use.walk", "lexical")]

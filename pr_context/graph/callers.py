@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -30,6 +31,12 @@ UNBOUND_CONFIDENCE = 0.3
 # Constructors are named by their class: calling or instantiating the class calls them.
 _CONSTRUCTORS = frozenset({"__init__", "constructor"})
 _INSTANTIATING = frozenset({"call", "instantiation"})
+# obj.items() with obj's class unknown is, far more often than not, a dict's: the methods
+# of Python's built-in types give no same-name candidates (a resolved call still counts).
+_BUILTIN_METHOD_NAMES = frozenset(
+    name for kind in (dict, list, set, frozenset, str, bytes, bytearray, tuple, int, float,
+                      complex, object, memoryview, range, slice, type(iter(())))
+    for name in dir(kind)) | frozenset(dir(io.IOBase)) | frozenset(dir(io.TextIOBase))
 _T = TypeVar("_T")
 
 
@@ -142,7 +149,7 @@ def _override_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Calle
 def _lexical_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
     d = graph.tables.definitions[qualified_name]
     same_name = graph.names.get(d.name, ())
-    if d.kind == "method":
+    if d.kind == "method" and not (d.language == "python" and d.name in _BUILTIN_METHOD_NAMES):
         methods = [q for q in same_name if graph.tables.definitions[q].kind == "method"]
         share = DYNAMIC_CONFIDENCE / max(len(methods), 1)
         for site in graph.dynamic.get(d.name, ()):
