@@ -44,8 +44,18 @@ def bind_name(tables: Tables, path: str, enclosing: str | None, name: str) -> Bi
 
     None when nothing in the file binds it (a local variable, a builtin, a dynamic name).
     """
-    return (_bind_scope(tables, enclosing, name) or _bind_import(tables, path, name)
-            or _bind_module(tables, path, name) or _bind_star(tables, path, name))
+    return _bind_scope(tables, enclosing, name) or _file_binding(tables, path, name)
+
+
+def _file_binding(tables: Tables, path: str, name: str) -> Binding | None:
+    """What the file's imports or module scope bind ``name`` to (memoised per file)."""
+    key = (path, name)
+    memo = tables.file_bindings
+    if key not in memo:
+        memo[key] = (_bind_import(tables, path, name) or _bind_module(tables, path, name)
+                     or _bind_star(tables, path, name))
+    found: Binding | None = memo[key]
+    return found
 
 
 def resolve_dotted(tables: Tables, dotted: str, hops: int = 0) -> str | None:

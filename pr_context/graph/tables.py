@@ -85,6 +85,9 @@ class Tables:
     members: Mapping[str, frozenset[str]] = field(default_factory=dict)
     # later definitions of a qualified name ``definitions`` holds (overloads, redefinitions)
     shadowed: tuple[Def, ...] = ()
+    # (path, name) -> what imports and module scope bind it to: a memo for graph.names,
+    # filled as names are looked up (the same few names are looked up thousands of times)
+    file_bindings: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
