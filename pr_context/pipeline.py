@@ -20,7 +20,7 @@ from pr_context.progress import Progress
 from pr_context.retrieve import DEFAULT_K, SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from pr_context.retrieve.fusion import intent_words
-from pr_context.retrieve.tokens import plain_words
+from pr_context.retrieve.tokens import plain_words, proper_names
 
 __all__ = ["Searcher", "embedder_for", "existing_model"]
 
@@ -73,7 +73,9 @@ class Searcher:
     def search(self, corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
                path_context: str | None = None) -> SearchOutcome:
         skip = intent_words(query)
-        rare = frozenset(w for w in plain_words(query)
+        # A capitalised compound the codebase defines is one of its classes, not a product.
+        names = [w for w in proper_names(query) if w not in corpus.definitions_by_name]
+        rare = frozenset(w for w in [*plain_words(query), *names]
                          if self.embedder is not None and w.lower() not in skip
                          and self.embedder.word_pieces(w) > 1)
         return search(corpus, query, k, self.query_vector(corpus, query), path_context, rare)

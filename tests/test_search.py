@@ -16,7 +16,7 @@ from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.signals import bm25_scores
-from pr_context.retrieve.tokens import identifiers, stem, tokenize
+from pr_context.retrieve.tokens import identifiers, proper_names, stem, tokenize
 from tests.conftest import GitRepo
 from tests.fakes import FakeEmbedder
 
@@ -143,6 +143,59 @@ def test_a_rare_word_the_codebase_never_uses_means_nothing_relevant(
     outcome = run(shop, "refresh the session token stored in kubernetes2 secrets")
     assert outcome.hits == []
     assert outcome.message == "nothing relevant: the codebase never mentions 'kubernetes2'"
+
+
+def test_a_product_name_the_codebase_never_uses_means_nothing_relevant(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(shop, "keep the refresh token of each session in MongoDatabase")
+    assert outcome.hits == []
+    assert outcome.message == "nothing relevant: the codebase never mentions 'MongoDatabase'"
+
+
+def test_proper_names_are_capitalised_compounds_in_prose() -> None:
+    query = "PostgreSQL or GraphQL, not `SqliteDict`, pkg.MultiDict, Cache() or KeyError: x"
+    assert proper_names(query) == ["PostgreSQL", "GraphQL"]
+
+
+# A rare word the codebase uses twice: once where it means something else (an icon
+# name in a table), once beside the code it is about.
+HOMONYM_FILES = FILES | {
+    "shop/icons.py": '''ICONS = {
+    "clipboard2": "copy icon", "umbrella": "rain icon", "rocket": "launch icon",
+    "printer": "print icon", "hourglass": "wait icon", "anchor": "port icon",
+    "compass": "north icon", "lantern": "light icon", "ribbon": "award icon",
+}
+''',
+    "shop/vault.py": '''def keep_refresh_token(token):
+    """Keep the refresh token in the vault2 store until it expires."""
+    return token
+''',
+}
+
+
+@pytest.fixture
+def homonyms(make_repo: Callable[..., GitRepo], tmp_path: Path
+             ) -> tuple[Searcher, SearchCorpus]:
+    repo = make_repo(HOMONYM_FILES)
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    corpus = searcher.corpus(open_repository(repo.path), "HEAD", tmp_path / "h.duckdb")
+    return searcher, corpus
+
+
+def test_a_rare_word_used_only_where_it_means_something_else_means_nothing_relevant(
+        homonyms: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(homonyms, "copy the refresh token to the clipboard2")
+    assert outcome.hits == []
+    assert outcome.message == ("nothing relevant: the codebase mentions 'clipboard2' only "
+                               "in chunks unrelated to the query")
+    assert outcome.candidates  # the evidence for the decision stays inspectable
+
+
+def test_a_rare_word_used_beside_the_answer_keeps_the_answer(
+        homonyms: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(homonyms, "where is the refresh token kept in the vault2 store")
+    assert outcome.message is None
+    assert outcome.hits[0].symbol == "shop.vault.keep_refresh_token"
 
 
 def test_a_name_written_as_code_overrides_the_threshold(

@@ -35,10 +35,13 @@ def evaluation_document(cases: Sequence[Case], runs: Sequence[EvaluatedRun]) -> 
         "and embeds every chunk). Do not edit: regenerate.",
         "",
         f"{len(cases)} gold cases on five PyPI source distributions no one here wrote "
-        "(evals/cases, labelled before any tuning: evals/cases/LABELLING.md). Every "
-        "weight in `pr_context/retrieve/fusion.py` and the thresholds in "
+        "and on this repository (evals/cases; how they were labelled and split: "
+        "evals/cases/LABELLING.md). The held-out cases were all labelled before any "
+        "tuning; cases written later went to the tuning half only. Every weight in "
+        "`pr_context/retrieve/fusion.py` and the thresholds in "
         f"`pr_context/retrieve/__init__.py` were tuned on the {len(tuning)} tuning cases "
-        f"only; the {len(heldout)} held-out cases below were not looked at while tuning.",
+        f"only; the {len(heldout)} held-out cases count only as the aggregate below "
+        "(this page lists their failures, so it is not read while tuning).",
         "",
         "Retrievers, all over the same chunks and the same model (all-MiniLM-L6-v2):",
         "",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOPWORDS", "identifiers", "plain_words", "stem", "tokenize"]
+__all__ = ["STOPWORDS", "identifiers", "plain_words", "proper_names", "stem", "tokenize"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Boundaries inside an identifier: lower->Upper, UPPER->Upper+lower, letter<->digit.
@@ -67,6 +67,20 @@ def plain_words(text: str, min_chars: int = 5) -> list[str]:
         if len(word) >= min_chars and word.lower() not in STOPWORDS and word not in seen:
             seen.append(word)
     return seen
+
+
+# A capitalised compound in prose ("PostgreSQL", "GraphQL", "WebSocket"): a product or
+# protocol name, unless the codebase defines it; not one reported as "Name: message".
+_PROPER_NAME = re.compile(r"(?<![\w.`])[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+(?![\w.`(:])")
+
+
+def proper_names(text: str) -> list[str]:
+    """Capitalised compounds of ``text`` written in prose, in order, without repeats.
+
+    They look like class names, so ``plain_words`` leaves them out; whether one is a name
+    the codebase defines is for the caller to decide.
+    """
+    return list(dict.fromkeys(m.group() for m in _PROPER_NAME.finditer(text)))
 
 
 def identifiers(text: str) -> list[str]:
