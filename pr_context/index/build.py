@@ -15,7 +15,7 @@ import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import combinations
@@ -56,7 +56,6 @@ COCHANGE_COMMITS = 500  # history window mined for files changed together
 FREEZE_FILES = 256  # files parsed between conversions of their rows to Arrow
 PARSE_WORKERS = 2  # the runners this targets have 2 cores
 PARALLEL_MIN_FILES = 48  # below this, starting workers costs more than it saves
-PARSE_CHUNK_FILES = 16  # files per task sent to a worker
 COCHANGE_MAX_FILES = 30  # larger commits are bulk edits, not evidence of coupling
 EMBED_GROUP = 256  # texts per model call and per committed transaction
 NO_MODEL = "none"
@@ -115,6 +114,13 @@ class _Rows:
         columns = self._pending.setdefault(table, {})
         for name, value in values.items():
             columns.setdefault(name, []).append(value)
+
+    def extend(self, columns: Mapping[str, Mapping[str, list[object]]]) -> None:
+        """Append whole columns, as ``_file_rows`` builds them."""
+        for table, values in columns.items():
+            pending = self._pending.setdefault(table, {})
+            for name, column in values.items():
+                pending.setdefault(name, []).extend(column)
 
     def freeze(self) -> None:
         for table, columns in self._pending.items():
@@ -232,15 +238,16 @@ def _parse_entries(repo: Repository, entries: Sequence[FileEntry], policy: PathP
     progress.start("parsing files", len(entries))
     with BlobReader(repo) as blobs:
         jobs = [job for entry in entries
-                if (job := _read_entry(entry, blobs, policy, rows)) is not None]
+                if (job := _read_entry(entry, blobs, policy, rows, keep_texts)) is not None]
     skipped = len(entries) - len(jobs)
     progress.advance(skipped)
     parsed_files = _parse_all(jobs, workers)
     for number, (job, parsed) in enumerate(zip(jobs, parsed_files, strict=True), 1):
-        entry, _text, language, decode_errors = job
+        entry, _text, language, decode_errors, _keep = job
         _add_file_row(rows, entry, language, parsed.role, "indexed", None,
                       parsed.syntax_errors, decode_errors)
-        _add_parsed_rows(rows, parsed)
+        rows.extend(parsed.columns)
+        rows.texts.update(parsed.texts)
         progress.advance()
         if number % FREEZE_FILES == 0:
             rows.freeze()
@@ -248,11 +255,22 @@ def _parse_entries(repo: Repository, entries: Sequence[FileEntry], policy: PathP
     return rows
 
 
-_ParseJob = tuple[FileEntry, str, str, bool]  # entry, decoded text, language, decode errors
+# entry, decoded text, language, decode errors, whether embedding texts are kept
+_ParseJob = tuple[FileEntry, str, str, bool, bool]
+
+
+@dataclass(frozen=True)
+class _FileRows:
+    """One parsed file as columns of plain values: cheap to send back from a worker."""
+
+    role: str
+    syntax_errors: int
+    columns: dict[str, dict[str, list[object]]]
+    texts: dict[str, str]  # text_hash -> embed text, when an embedding build needs them
 
 
 def _read_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy,
-                rows: _Rows) -> _ParseJob | None:
+                rows: _Rows, keep_texts: bool) -> _ParseJob | None:
     """The file's parse job, or None after recording why it is skipped."""
     language = language_for_path(entry.path)
     reason = _skip_reason_by_entry(entry, policy)
@@ -265,25 +283,36 @@ def _read_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy,
                       reason or "unsupported file type")
         return None
     text, decode_errors = decode_text(data)
-    return entry, text, language, decode_errors
+    return entry, text, language, decode_errors, keep_texts
 
 
-def _parse_job(job: _ParseJob) -> ParsedFile:
-    entry, text, language, _decode_errors = job
-    return parse_file(entry.path, text, language, classify_path(entry.path, text))
+def _parse_job(job: _ParseJob) -> _FileRows:
+    entry, text, language, _decode_errors, keep_texts = job
+    parsed = parse_file(entry.path, text, language, classify_path(entry.path, text))
+    return _file_rows(parsed, keep_texts)
 
 
-def _parse_all(jobs: list[_ParseJob], workers: int) -> Iterator[ParsedFile]:
+def _parse_all(jobs: list[_ParseJob], workers: int) -> Iterator[_FileRows]:
     """Parse in order; files are independent, so many are spread over worker processes."""
     workers = min(workers, os.cpu_count() or 1)
     if len(jobs) < PARALLEL_MIN_FILES or workers < 2:
         yield from map(_parse_job, jobs)
         return
     # fork: the workers inherit the loaded grammars and need no imports; they touch
-    # neither DuckDB nor the model, which are the parent's alone.
+    # neither DuckDB nor the model, which are the parent's alone. Largest files first,
+    # one per task: a few big modules (a 3,000-line console.py) would otherwise land in
+    # one worker's batch while the other sits idle.
     context = multiprocessing.get_context("fork")
+    order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][1]))
+    done: dict[int, _FileRows] = {}
+    next_index = 0
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        yield from pool.map(_parse_job, jobs, chunksize=PARSE_CHUNK_FILES)
+        for index, parsed in zip(order, pool.map(_parse_job, [jobs[i] for i in order]),
+                                 strict=True):
+            done[index] = parsed
+            while next_index in done:  # hand results on in the callers' order
+                yield done.pop(next_index)
+                next_index += 1
 
 
 def _skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
@@ -302,31 +331,41 @@ def _add_file_row(rows: _Rows, entry: FileEntry, language: str | None, role: str
              syntax_errors=syntax_errors, decode_errors=decode_errors)
 
 
-def _add_parsed_rows(rows: _Rows, parsed: ParsedFile) -> None:
+def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
+    """The file's chunk, definition, reference and import rows, column-wise."""
+    columns: dict[str, dict[str, list[object]]] = {}
+    texts: dict[str, str] = {}
+
+    def add(table: str, **values: object) -> None:
+        target = columns.setdefault(table, {})
+        for name, value in values.items():
+            target.setdefault(name, []).append(value)
+
     path = parsed.path
     for i, c in enumerate(parsed.chunks):
         embed_text = c.embed_text
         text_hash = hashlib.sha256(embed_text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        if rows.keep_texts:
-            rows.texts[text_hash] = embed_text
+        if keep_texts:
+            texts[text_hash] = embed_text
         chunk_id = hashlib.sha1(
             f"{path}\0{i}\0{c.kind}\0{c.start_line}\0{c.end_line}\0{c.symbol}".encode(
                 "utf-8", "surrogatepass")
         ).hexdigest()[:16]
-        rows.add("chunks", chunk_id=chunk_id, path=path, ordinal=i, kind=c.kind,
-                 symbol=c.symbol, role=c.role, start_line=c.start_line,
-                 end_line=c.end_line, text=c.text, context=c.context, text_hash=text_hash)
+        add("chunks", chunk_id=chunk_id, path=path, ordinal=i, kind=c.kind,
+            symbol=c.symbol, role=c.role, start_line=c.start_line,
+            end_line=c.end_line, text=c.text, context=c.context, text_hash=text_hash)
     for i, d in enumerate(parsed.definitions):
-        rows.add("definitions", path=path, ordinal=i, name=d.name,
-                 qualified_name=d.qualified_name, kind=d.kind, signature=d.signature,
-                 parameters=list(d.parameters), docstring=d.docstring,
-                 start_line=d.start_line, end_line=d.end_line, parent=d.parent)
+        add("definitions", path=path, ordinal=i, name=d.name,
+            qualified_name=d.qualified_name, kind=d.kind, signature=d.signature,
+            parameters=list(d.parameters), docstring=d.docstring,
+            start_line=d.start_line, end_line=d.end_line, parent=d.parent)
     for i, r in enumerate(parsed.references):
-        rows.add("refs", path=path, ordinal=i, name=r.name, kind=r.kind,
-                 receiver=r.receiver, line=r.line, col=r.column, enclosing=r.enclosing)
+        add("refs", path=path, ordinal=i, name=r.name, kind=r.kind,
+            receiver=r.receiver, line=r.line, col=r.column, enclosing=r.enclosing)
     for i, m in enumerate(parsed.imports):
-        rows.add("imports", path=path, ordinal=i, module=m.module, name=m.name,
-                 alias=m.alias, level=m.level, line=m.line)
+        add("imports", path=path, ordinal=i, module=m.module, name=m.name,
+            alias=m.alias, level=m.level, line=m.line)
+    return _FileRows(parsed.role, parsed.syntax_errors, columns, texts)
 
 
 def _embed_missing(
