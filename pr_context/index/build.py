@@ -56,6 +56,7 @@ COCHANGE_COMMITS = 500  # history window mined for files changed together
 FREEZE_FILES = 256  # files parsed between conversions of their rows to Arrow
 PARSE_WORKERS = 2  # the runners this targets have 2 cores
 PARALLEL_MIN_FILES = 48  # below this, starting workers costs more than it saves
+PARSE_CHUNK_FILES = 4  # files per task: small, so a few big files do not idle a worker
 COCHANGE_MAX_FILES = 30  # larger commits are bulk edits, not evidence of coupling
 EMBED_GROUP = 256  # texts per model call and per committed transaction
 NO_MODEL = "none"
@@ -299,20 +300,11 @@ def _parse_all(jobs: list[_ParseJob], workers: int) -> Iterator[_FileRows]:
         yield from map(_parse_job, jobs)
         return
     # fork: the workers inherit the loaded grammars and need no imports; they touch
-    # neither DuckDB nor the model, which are the parent's alone. Largest files first,
-    # one per task: a few big modules (a 3,000-line console.py) would otherwise land in
-    # one worker's batch while the other sits idle.
+    # neither DuckDB nor the model, which are the parent's alone. Results come back in
+    # order, so the parent turns them into Arrow batches as they arrive (peak memory).
     context = multiprocessing.get_context("fork")
-    order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][1]))
-    done: dict[int, _FileRows] = {}
-    next_index = 0
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        for index, parsed in zip(order, pool.map(_parse_job, [jobs[i] for i in order]),
-                                 strict=True):
-            done[index] = parsed
-            while next_index in done:  # hand results on in the callers' order
-                yield done.pop(next_index)
-                next_index += 1
+        yield from pool.map(_parse_job, jobs, chunksize=PARSE_CHUNK_FILES)
 
 
 def _skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
