@@ -80,6 +80,7 @@ _BREAKING_CHANGES = frozenset({"signature_changed", "removed"})
 # Changed files with these roles are counted, not analysed: nobody reviews them by hand.
 _EXCLUDED_ROLES = frozenset({"generated", "vendored"})
 _NOT_UPDATED = "not updated in this PR"
+_ANNOTATION_CHANGES = ("annotation of ", "return annotation")
 _CALL_LINES = 30  # lines after a call site read to find the end of its arguments
 
 
@@ -381,13 +382,16 @@ def _call_problem(change: ChangedSymbol, caller: Caller, side: _Side,
                   sources: _Sources) -> str | None:
     """Why the call needs an update ("" when not said more precisely), or None: it fits.
 
-    Python calls to a changed signature are checked argument by argument; other
-    languages, other breaking changes and references that are not calls are all flagged.
+    Python calls to a changed signature are checked argument by argument, and changed
+    annotations alone never break one; other languages, other breaking changes and
+    references that are not calls are all flagged.
     """
     if (change.change != "signature_changed" or change.old_signature is None
             or change.new_signature is None or not change.path.endswith(".py")
             or not caller.path.endswith(".py")):
         return ""
+    if all(c.startswith(_ANNOTATION_CHANGES) for c in change.parameter_changes):
+        return None  # Python does not check annotations at a call
     text = sources.text_from(side.sha, caller.path, caller.line, caller.column)
     call = call_arguments(text) if text is not None else None
     if call is None:

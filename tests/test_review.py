@@ -326,6 +326,22 @@ def test_a_moved_function_flags_callers_left_on_the_old_module(
     assert data["summary"]["callers_not_updated"] == int(flagged)
 
 
+def test_radar_ignores_annotation_only_changes_in_python(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({**BASE_FILES, "shop/tasks.py": (
+        "from shop.session import create_session\n\n\n"
+        "def later(users):\n    return list(map(create_session, users))\n")})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write("shop/session.py", SESSION.replace("def create_session(user, token, retries=3)",
+                                                  "def create_session(user: str, token, "
+                                                  "retries=3) -> dict"))
+    head = repo.commit("annotate")
+    run_review(repo, base, head, tmp_path / "db.duckdb", tmp_path / "out")
+    changed = symbol(load_evidence(tmp_path / "out"), "shop.session.create_session")
+    assert changed["change"] == "signature_changed"
+    assert changed["callers"] and not any(c["needs_update"] for c in changed["callers"])
+
+
 # -- rendering ------------------------------------------------------------------------------
 
 
