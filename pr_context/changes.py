@@ -190,11 +190,13 @@ def _moved_or_one_sided(gone: list[tuple[Definition, _Side]],
     sides, and code at least ``MOVE_SIMILARITY`` alike; everything else is a plain
     removal or addition.
     """
+    local_keys: dict[int, dict[Definition, str]] = {}  # per side, computed once
+
     def keyed(items: list[tuple[Definition, _Side]]) -> dict[str, list[tuple[Definition, _Side]]]:
         groups: dict[str, list[tuple[Definition, _Side]]] = {}
         for d, side in items:
-            by_name = {x.qualified_name: x for x in side.definitions}
-            groups.setdefault(_local_key(d, by_name), []).append((d, side))
+            keys = local_keys.setdefault(id(side), _local_keys(side.definitions))
+            groups.setdefault(keys[d], []).append((d, side))
         return groups
 
     removed, added = keyed(gone), keyed(new)

@@ -366,16 +366,13 @@ def _caller_items(change: ChangedSymbol, holder: _Side, head: _Side, pr: _PrDiff
     """Callers ranked with the ones the PR left on a broken signature first."""
     at_base = holder is not head
     breaking = change.change in _BREAKING_CHANGES
-    found = []
+    items = []
     for caller in callers_of(holder.graph, change.qualified_name):
         updated = _caller_updated(caller, at_base, head, pr)
         problem = (_call_problem(change, caller, holder, sources)
                    if breaking and not updated else None)
-        found.append((caller, updated, problem))
-    found.sort(key=lambda f: (f[2] is None, -f[0].confidence, f[0].path, f[0].line,
-                              f[0].column))
-    return [_caller_item(rank, caller, updated, problem, holder, at_base, pr)
-            for rank, (caller, updated, problem) in enumerate(found, start=1)]
+        items.append(_caller_item(0, caller, updated, problem, holder, at_base, pr))
+    return _reranked(items)
 
 
 def _call_problem(change: ChangedSymbol, caller: Caller, side: _Side,

@@ -42,7 +42,6 @@ from pr_context.git import (
     commit_exists,
     fetch,
     has_remote,
-    list_files,
     merge_base,
     open_repository,
     read_blob,
@@ -246,9 +245,19 @@ def _on_pull_request(event: PullRequestEvent, settings: ActionSettings, env: Act
     _check_fail_on(report, settings, record)
 
 
-def _review(settings: ActionSettings, env: ActionEnv, number: int, base_sha: str,
-            head_sha: str, progress: Progress, record: ActionRun) -> Report:
-    """Review the PR's own changes (from the merge base) and publish files and outputs."""
+@dataclass(frozen=True)
+class _PullRevisions:
+    """A PR's checkout, ready to review: its own base (the merge base) and options."""
+
+    repo: Repository
+    base: Sha
+    head: Sha
+    options: ReviewOptions
+
+
+def _pull_revisions(settings: ActionSettings, env: ActionEnv, number: int, base_sha: str,
+                    head_sha: str, record: ActionRun) -> _PullRevisions:
+    """Fetch what the checkout lacks; review from the merge base, the PR's own changes."""
     repo = open_repository(settings.repo)
     _ensure_commits(repo, env, number, (base_sha, head_sha))
     base = merge_base(repo, Sha(base_sha), Sha(head_sha))
@@ -257,10 +266,17 @@ def _review(settings: ActionSettings, env: ActionEnv, number: int, base_sha: str
                                "this checkout (shallow?): reviewing the base tip instead; "
                                "check out with fetch-depth: 0 for the PR's own changes")
         base = Sha(base_sha)
-    options = _review_options(settings, env, repo, Sha(base_sha))
-    report = review(repo, base, head_sha, settings.db, settings.out,
+    return _PullRevisions(repo, base, Sha(head_sha),
+                          _review_options(settings, env, repo, Sha(base_sha)))
+
+
+def _review(settings: ActionSettings, env: ActionEnv, number: int, base_sha: str,
+            head_sha: str, progress: Progress, record: ActionRun) -> Report:
+    """Review the PR's own changes and publish files and outputs."""
+    pull = _pull_revisions(settings, env, number, base_sha, head_sha, record)
+    report = review(pull.repo, pull.base, pull.head, settings.db, settings.out,
                     embedder_for(settings.model, not settings.embeddings, settings.db),
-                    progress, options)
+                    progress, pull.options)
     report = dataclasses.replace(report, repository=env.repository)
     outputs = write_review(report, settings.out)
     append_summary(env.step_summary, render_summary(report))
@@ -280,12 +296,14 @@ def _review_options(settings: ActionSettings, env: ActionEnv, repo: Repository,
 
 def _config_at(repo: Repository, revision: Sha, path: str) -> str:
     """The config file's text at ``revision`` ("" when absent), never the PR's version."""
-    entry = next((e for e in list_files(repo, revision) if e.path == path), None)
-    if entry is None:
+    try:
+        data = read_blob(repo, f"{revision}:{path}")
+    except GitError:  # no such path at that revision
         if path != CONFIG_PATH:
-            raise BadInputError(f"config file {path} does not exist at {revision[:12]}")
+            raise BadInputError(f"config file {path} does not exist at {revision[:12]}"
+                                ) from None
         return ""
-    return read_blob(repo, entry.blob_sha).decode("utf-8", "replace")
+    return data.decode("utf-8", "replace")
 
 
 def _post_sticky(report: Report, number: int, settings: ActionSettings, env: ActionEnv,
@@ -361,33 +379,30 @@ def _on_comment(event: CommentEvent, settings: ActionSettings, env: ActionEnv,
         _post_sticky(report, event.number, settings, env, record, fork=pull.fork)
         return
     body = _answer(command, settings, env, event.number, pull.base_sha, pull.head_sha,
-                   progress)
+                   progress, record)
     posted = client.reply(event.number, body)
     record.comment_url = posted.url
 
 
 def _answer(command: SlashCommand, settings: ActionSettings, env: ActionEnv, number: int,
-            base_sha: str, head_sha: str, progress: Progress) -> str:
+            base_sha: str, head_sha: str, progress: Progress, record: ActionRun) -> str:
     """The reply text for ``search`` or ``explain`` at the PR's head."""
-    repo = open_repository(settings.repo)
-    _ensure_commits(repo, env, number, (base_sha, head_sha))
-    base = merge_base(repo, Sha(base_sha), Sha(head_sha)) or Sha(base_sha)
-    options = _review_options(settings, env, repo, Sha(base_sha))
+    pull = _pull_revisions(settings, env, number, base_sha, head_sha, record)
     embedder = embedder_for(settings.model, not settings.embeddings, settings.db)
     if command.verb == "explain":
         try:
-            found = explain(repo, base, head_sha, settings.db, settings.out,
-                            command.argument, embedder, progress, options)
+            found = explain(pull.repo, pull.base, pull.head, settings.db, settings.out,
+                            command.argument, embedder, progress, pull.options)
         except BadInputError as exc:
             return render_message(str(exc))
-        return render_explain(found.symbol, base, found.head, env.repository_url,
+        return render_explain(found.symbol, pull.base, found.head, env.repository_url,
                               found.others)
-    head_db = index_pair(repo, base, Sha(head_sha), settings.db, settings.out, embedder,
-                         progress, options)
-    searcher = Searcher(embedder, progress, options.index_options)
-    corpus = searcher.corpus(repo, head_sha, head_db)
+    head_db = index_pair(pull.repo, pull.base, pull.head, settings.db, settings.out,
+                         embedder, progress, pull.options)
+    searcher = Searcher(embedder, progress, pull.options.index_options)
+    corpus = searcher.corpus(pull.repo, pull.head, head_db)
     outcome = searcher.search(corpus, command.argument, SEARCH_RESULTS)
-    return render_search(command.argument, outcome.hits, outcome.message, head_sha,
+    return render_search(command.argument, outcome.hits, outcome.message, pull.head,
                          env.repository_url)
 
 

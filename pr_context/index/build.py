@@ -8,6 +8,7 @@ are content-addressed, so only text never embedded before goes through the model
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -239,12 +240,12 @@ def _parse_entries(repo: Repository, entries: Sequence[FileEntry], policy: PathP
     progress.start("parsing files", len(entries))
     with BlobReader(repo) as blobs:
         jobs = [job for entry in entries
-                if (job := _read_entry(entry, blobs, policy, rows, keep_texts)) is not None]
+                if (job := _read_entry(entry, blobs, policy, rows)) is not None]
     skipped = len(entries) - len(jobs)
     progress.advance(skipped)
-    parsed_files = _parse_all(jobs, workers)
+    parsed_files = _parse_all(jobs, workers, keep_texts)
     for number, (job, parsed) in enumerate(zip(jobs, parsed_files, strict=True), 1):
-        entry, _text, language, decode_errors, _keep = job
+        entry, _text, language, decode_errors = job
         _add_file_row(rows, entry, language, parsed.role, "indexed", None,
                       parsed.syntax_errors, decode_errors)
         rows.extend(parsed.columns)
@@ -256,8 +257,7 @@ def _parse_entries(repo: Repository, entries: Sequence[FileEntry], policy: PathP
     return rows
 
 
-# entry, decoded text, language, decode errors, whether embedding texts are kept
-_ParseJob = tuple[FileEntry, str, str, bool, bool]
+_ParseJob = tuple[FileEntry, str, str, bool]  # entry, decoded text, language, decode errors
 
 
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ class _FileRows:
 
 
 def _read_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy,
-                rows: _Rows, keep_texts: bool) -> _ParseJob | None:
+                rows: _Rows) -> _ParseJob | None:
     """The file's parse job, or None after recording why it is skipped."""
     language = language_for_path(entry.path)
     reason = _skip_reason_by_entry(entry, policy)
@@ -284,27 +284,29 @@ def _read_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy,
                       reason or "unsupported file type")
         return None
     text, decode_errors = decode_text(data)
-    return entry, text, language, decode_errors, keep_texts
+    return entry, text, language, decode_errors
 
 
-def _parse_job(job: _ParseJob) -> _FileRows:
-    entry, text, language, _decode_errors, keep_texts = job
+def _parse_job(job: _ParseJob, keep_texts: bool) -> _FileRows:
+    entry, text, language, _decode_errors = job
     parsed = parse_file(entry.path, text, language, classify_path(entry.path, text))
     return _file_rows(parsed, keep_texts)
 
 
-def _parse_all(jobs: list[_ParseJob], workers: int) -> Iterator[_FileRows]:
+def _parse_all(jobs: list[_ParseJob], workers: int,
+               keep_texts: bool) -> Iterator[_FileRows]:
     """Parse in order; files are independent, so many are spread over worker processes."""
+    parse = functools.partial(_parse_job, keep_texts=keep_texts)
     workers = min(workers, os.cpu_count() or 1)
     if len(jobs) < PARALLEL_MIN_FILES or workers < 2:
-        yield from map(_parse_job, jobs)
+        yield from map(parse, jobs)
         return
     # fork: the workers inherit the loaded grammars and need no imports; they touch
     # neither DuckDB nor the model, which are the parent's alone. Results come back in
     # order, so the parent turns them into Arrow batches as they arrive (peak memory).
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        yield from pool.map(_parse_job, jobs, chunksize=PARSE_CHUNK_FILES)
+        yield from pool.map(parse, jobs, chunksize=PARSE_CHUNK_FILES)
 
 
 def _skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
