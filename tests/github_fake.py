@@ -49,6 +49,7 @@ __all__ = [
     "Identity",
     "LoggedRequest",
     "Role",
+    "UserType",
 ]
 
 Role = Literal["admin", "maintain", "write", "triage", "read", "none"]

@@ -16,7 +16,7 @@ from pr_context.action.github import RetryPolicy
 from pr_context.cli import cli
 from pr_context.render import COMMENT_MARKER, REPLY_MARKER
 from tests.conftest import GitRepo
-from tests.github_fake import READ_ONLY_TOKEN, WRITE_TOKEN, FakeGitHub
+from tests.github_fake import READ_ONLY_TOKEN, WRITE_TOKEN, FakeGitHub, UserType
 
 REPO = "octo/shop"
 NUMBER = 7
@@ -94,6 +94,12 @@ class Workflow:
         self.assert_no_token_leaked(result)
         return result
 
+    def comment(self, body: str, login: str = "maintainer",
+                user_type: UserType = "User") -> tuple[int, Result]:
+        """Post ``body`` on the PR as ``login`` and run the action on that comment event."""
+        cid = self.github.add_comment(REPO, NUMBER, body, login, user_type)
+        return cid, self.run("issue_comment", comment_payload(body, login, cid, user_type))
+
     def assert_no_token_leaked(self, result: Result) -> None:
         """The token appears in no log line and no file the run wrote."""
         assert self.token not in result.output
@@ -123,7 +129,8 @@ class Workflow:
         return values
 
     def report(self) -> dict[str, Any]:
-        return json.loads((self.out / "action-report.json").read_text())
+        report: dict[str, Any] = json.loads((self.out / "action-report.json").read_text())
+        return report
 
 
 @pytest.fixture
@@ -391,11 +398,7 @@ def test_unfetchable_base_is_explained(workflow: Workflow) -> None:
 
 def test_search_from_a_collaborator_gets_a_reaction_and_a_reply(workflow: Workflow) -> None:
     _, head = open_pull(workflow, NEW_SESSION)
-    cid = workflow.github.add_comment(REPO, NUMBER, "/pr-context search create session",
-                                      "maintainer")
-
-    result = workflow.run("issue_comment", comment_payload(
-        "/pr-context search create session", "maintainer", cid))
+    cid, result = workflow.comment("/pr-context search create session")
 
     assert result.exit_code == 0, result.output
     assert workflow.github.reactions(cid) == ["eyes"]
@@ -406,11 +409,9 @@ def test_search_from_a_collaborator_gets_a_reaction_and_a_reply(workflow: Workfl
 
 @pytest.mark.parametrize(("login", "user_type"), [("reader", "User"), ("stranger", "User")])
 def test_commands_from_users_without_write_access_are_refused(
-        workflow: Workflow, login: str, user_type: str) -> None:
+        workflow: Workflow, login: str, user_type: UserType) -> None:
     open_pull(workflow, NEW_SESSION)
-    cid = workflow.github.add_comment(REPO, NUMBER, "/pr-context refresh", login, user_type)
-
-    result = workflow.run("issue_comment", comment_payload("/pr-context refresh", login, cid))
+    cid, result = workflow.comment("/pr-context refresh", login, user_type)
 
     assert result.exit_code == 0, result.output
     assert workflow.github.reactions(cid) == ["-1"]
@@ -422,11 +423,7 @@ def test_commands_from_users_without_write_access_are_refused(
 
 def test_commands_from_bots_are_ignored_without_a_trace(workflow: Workflow) -> None:
     open_pull(workflow, NEW_SESSION)
-    cid = workflow.github.add_comment(REPO, NUMBER, "/pr-context search x", "renovate[bot]",
-                                      "Bot")
-
-    result = workflow.run("issue_comment", comment_payload(
-        "/pr-context search x", "renovate[bot]", cid, "Bot"))
+    cid, result = workflow.comment("/pr-context search x", "renovate[bot]", "Bot")
 
     assert result.exit_code == 0, result.output
     assert workflow.github.reactions(cid) == []
@@ -438,10 +435,7 @@ def test_refresh_updates_the_sticky_comment(workflow: Workflow) -> None:
     base, head = open_pull(workflow, NEW_SESSION)
     assert workflow.run("pull_request", pull_payload(base, head)).exit_code == 0
     sticky = workflow.github.comments(REPO, NUMBER)[0]
-    cid = workflow.github.add_comment(REPO, NUMBER, "/pr-context refresh", "maintainer")
-
-    result = workflow.run("issue_comment", comment_payload("/pr-context refresh",
-                                                           "maintainer", cid))
+    cid, result = workflow.comment("/pr-context refresh")
 
     assert result.exit_code == 0, result.output
     comments = workflow.github.comments(REPO, NUMBER)
@@ -451,19 +445,13 @@ def test_refresh_updates_the_sticky_comment(workflow: Workflow) -> None:
 
 def test_explain_lists_callers_tests_and_docs_in_full(workflow: Workflow) -> None:
     open_pull(workflow, NEW_SESSION)
-    cid = workflow.github.add_comment(REPO, NUMBER, "/pr-context explain login", "maintainer")
-
-    result = workflow.run("issue_comment", comment_payload("/pr-context explain login",
-                                                           "maintainer", cid))
+    _, result = workflow.comment("/pr-context explain login")
 
     assert result.exit_code == 0, result.output
     reply = workflow.github.comments(REPO, NUMBER)[-1]["body"]
     assert "shop.api.login" in reply and "unchanged" in reply
 
-    cid = workflow.github.add_comment(REPO, NUMBER, "/pr-context explain create_session",
-                                      "maintainer")
-    workflow.run("issue_comment", comment_payload("/pr-context explain create_session",
-                                                  "maintainer", cid))
+    workflow.comment("/pr-context explain create_session")
     reply = workflow.github.comments(REPO, NUMBER)[-1]["body"]
     assert "shop/api.py:5" in reply and "tests/test_session.py" in reply
     assert "docs/sessions.md" in reply
@@ -471,10 +459,7 @@ def test_explain_lists_callers_tests_and_docs_in_full(workflow: Workflow) -> Non
 
 def test_unknown_commands_get_the_help(workflow: Workflow) -> None:
     open_pull(workflow, NEW_SESSION)
-    cid = workflow.github.add_comment(REPO, NUMBER, "/pr-context frobnicate <b>", "maintainer")
-
-    result = workflow.run("issue_comment", comment_payload("/pr-context frobnicate <b>",
-                                                           "maintainer", cid))
+    _, result = workflow.comment("/pr-context frobnicate <b>")
 
     assert result.exit_code == 0, result.output
     reply = workflow.github.comments(REPO, NUMBER)[-1]["body"]
@@ -488,8 +473,7 @@ def test_explain_of_an_unknown_symbol_and_an_empty_search_say_so(workflow: Workf
                                "no function, method or class named"),
                               ("/pr-context search quantum teleportation flux",
                                "Nothing relevant found")):
-        cid = workflow.github.add_comment(REPO, NUMBER, command, "maintainer")
-        result = workflow.run("issue_comment", comment_payload(command, "maintainer", cid))
+        _, result = workflow.comment(command)
         assert result.exit_code == 0, result.output
         assert expected in workflow.github.comments(REPO, NUMBER)[-1]["body"]
 
@@ -509,8 +493,7 @@ def test_plain_comments_and_the_bots_own_replies_are_ignored(workflow: Workflow)
     open_pull(workflow, NEW_SESSION)
     for body, login in (("looks good", "maintainer"),
                         (REPLY_MARKER + "\n/pr-context search x", "maintainer")):
-        cid = workflow.github.add_comment(REPO, NUMBER, body, login)
-        result = workflow.run("issue_comment", comment_payload(body, login, cid))
+        cid, result = workflow.comment(body, login)
         assert result.exit_code == 0, result.output
         assert workflow.github.reactions(cid) == []
 
