@@ -26,7 +26,8 @@ from pathlib import PurePosixPath
 
 from pr_context.models import Role
 
-__all__ = ["MARKER_SCAN_BYTES", "MARKER_SCAN_LINES", "chunk_role", "classify_path"]
+__all__ = ["MARKER_SCAN_BYTES", "MARKER_SCAN_LINES", "chunk_role", "classify_path",
+           "may_mark_deprecated"]
 
 MARKER_SCAN_LINES = 30  # generated-code markers sit in a file's header comment
 MARKER_SCAN_BYTES = 2_048
@@ -98,6 +99,8 @@ _DEPRECATION_WARNING = re.compile(
     r"\b(?:(?:Pending)?DeprecationWarning|FutureWarning)\b",
     re.MULTILINE,
 )
+# Every marker and warning above contains one of these.
+_DEPRECATION_WORDS = ("eprecat", "FutureWarning")
 _PYTHON_DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]", re.MULTILINE)
 
 
@@ -132,6 +135,12 @@ def chunk_role(file_role: Role, chunk_text: str) -> Role:
     if _DEPRECATION_MARKER.search(chunk_text) or _warns_unconditionally(chunk_text):
         return "deprecated"
     return file_role
+
+
+def may_mark_deprecated(text: str) -> bool:
+    """False when no chunk cut from ``text`` can carry a deprecation marker: one cheap
+    scan of a whole file spares the per-chunk scans of ``chunk_role``."""
+    return any(word in text for word in _DEPRECATION_WORDS)
 
 
 def _is_generated(name: str, dirs: frozenset[str], text: str) -> bool:

@@ -15,7 +15,7 @@ import multiprocessing
 import os
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -39,7 +39,7 @@ from pr_context.index.schema import SCHEMA_VERSION
 from pr_context.index.store import IndexStore, Manifest, TableRows
 from pr_context.languages import language_for_path
 from pr_context.models import FileEntry, ParsedFile, Sha
-from pr_context.parse import PARSER_VERSION, parse_file
+from pr_context.parse import PARSER_VERSION, load_grammars, parse_file
 from pr_context.policy import (
     CONFIG_PATH,
     PathPolicy,
@@ -166,46 +166,53 @@ def build_index(
         warnings.append(message)
         progress.warn(message)
 
-    with IndexStore.open(db_path, wanted, warn) as store:
-        previous = _usable_previous(repo, store, warn)
-        known = store.file_blobs()
-        current = {e.path: e.blob_sha for e in entries}
-        removed = [p for p, blob in known.items() if current.get(p) != blob]
-        to_parse = [e for e in entries if known.get(e.path) != e.blob_sha]
-        rows = _parse_entries(repo, to_parse, policy, progress,
-                              keep_texts=embedder is not None, workers=options.parse_workers)
-        embedded, reused = _embed_missing(store, rows, embedder, progress)
-        store.replace_paths(removed, rows.tables())
-        store.prune_embeddings()
-        store.replace_cochange(_cochange(repo, sha, options, _indexed_paths(store)))
-        manifest = replace(
-            wanted,
-            revision=sha,
-            build_id=uuid.uuid4().hex,
-            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            embedding_dimension=store.embedding_dimension(),
-        )
-        store.write_manifest(manifest)
-        counts = store.counts()
-        return IndexResult(
-            revision=sha,
-            files=counts["files"],
-            skipped=counts["skipped"],
-            chunks=counts["chunks"],
-            definitions=counts["definitions"],
-            references=counts["references"],
-            imports=counts["imports"],
-            embedded=embedded,
-            reused=reused,
-            incremental=previous is not None,
-            previous_revision=previous,
-            changes=_change_counts(repo, previous, sha, len(to_parse), len(removed)),
-            truncated=_truncated_count(store),
-            seconds=round(time.perf_counter() - started, 3),
-            digest=store.digest(),
-            build_id=manifest.build_id,
-            warnings=tuple(warnings),
-        )
+    keep_texts = embedder is not None
+    with BlobReader(repo) as blobs, _ParsePool(options.parse_workers) as parsers:
+        # A new index file will hold every file: parsing starts before it is created.
+        early = (_Parse(entries, blobs, policy, progress, parsers, keep_texts)
+                 if not db_path.exists() else None)
+        with IndexStore.open(db_path, wanted, warn) as store:
+            previous = _usable_previous(repo, store, warn)
+            known = store.file_blobs()
+            current = {e.path: e.blob_sha for e in entries}
+            removed = [p for p, blob in known.items() if current.get(p) != blob]
+            to_parse = [e for e in entries if known.get(e.path) != e.blob_sha]
+            parse = (early if early is not None and not known
+                     else _Parse(to_parse, blobs, policy, progress, parsers, keep_texts))
+            rows = parse.rows()
+            parsers.stop()
+            embedded, reused = _embed_missing(store, rows, embedder, progress)
+            store.replace_paths(removed, rows.tables())
+            store.prune_embeddings()
+            store.replace_cochange(_cochange(repo, sha, options, _indexed_paths(store)))
+            manifest = replace(
+                wanted,
+                revision=sha,
+                build_id=uuid.uuid4().hex,
+                built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                embedding_dimension=store.embedding_dimension(),
+            )
+            store.write_manifest(manifest)
+            counts = store.counts()
+            return IndexResult(
+                revision=sha,
+                files=counts["files"],
+                skipped=counts["skipped"],
+                chunks=counts["chunks"],
+                definitions=counts["definitions"],
+                references=counts["references"],
+                imports=counts["imports"],
+                embedded=embedded,
+                reused=reused,
+                incremental=previous is not None,
+                previous_revision=previous,
+                changes=_change_counts(repo, previous, sha, len(to_parse), len(removed)),
+                truncated=_truncated_count(store),
+                seconds=round(time.perf_counter() - started, 3),
+                digest=store.digest(),
+                build_id=manifest.build_id,
+                warnings=tuple(warnings),
+            )
 
 
 def _policy_at(repo: Repository, entries: Sequence[FileEntry],
@@ -233,28 +240,45 @@ def _usable_previous(repo: Repository, store: IndexStore,
     return manifest.revision
 
 
-def _parse_entries(repo: Repository, entries: Sequence[FileEntry], policy: PathPolicy,
-                   progress: Progress, keep_texts: bool, workers: int) -> _Rows:
-    """Read and parse ``entries``; in worker processes when there are many."""
-    rows = _Rows(keep_texts)
-    progress.start("parsing files", len(entries))
-    with BlobReader(repo) as blobs:
-        jobs = [job for entry in entries
-                if (job := _read_entry(entry, blobs, policy, rows)) is not None]
-    skipped = len(entries) - len(jobs)
-    progress.advance(skipped)
-    parsed_files = _parse_all(jobs, workers, keep_texts)
-    for number, (job, parsed) in enumerate(zip(jobs, parsed_files, strict=True), 1):
-        entry, _text, language, decode_errors = job
-        _add_file_row(rows, entry, language, parsed.role, "indexed", None,
-                      parsed.syntax_errors, decode_errors)
-        rows.extend(parsed.columns)
-        rows.texts.update(parsed.texts)
-        progress.advance()
-        if number % FREEZE_FILES == 0:
-            rows.freeze()
-    progress.finish()
-    return rows
+class _Parse:
+    """Reading and parsing files into rows: begun when made, collected by ``rows``.
+
+    With worker processes, every file is read and queued at once, so the workers parse
+    while the parent goes on; without, reading and parsing happen in ``rows``.
+    """
+
+    def __init__(self, entries: Sequence[FileEntry], blobs: BlobReader, policy: PathPolicy,
+                 progress: Progress, parsers: _ParsePool, keep_texts: bool) -> None:
+        self._rows = _Rows(keep_texts)
+        self._progress = progress
+        self._pending: deque[_ParseJob] = deque()  # queued; result not taken yet
+        progress.start("parsing files", len(entries))
+        parsers.start(entries)
+        self._results = parsers.map(self._read(entries, blobs, policy), keep_texts)
+
+    def _read(self, entries: Sequence[FileEntry], blobs: BlobReader,
+              policy: PathPolicy) -> Iterator[_ParseJob]:
+        for entry in entries:
+            job = _read_entry(entry, blobs, policy, self._rows)
+            if job is None:
+                self._progress.advance()
+                continue
+            self._pending.append(job)
+            yield job
+
+    def rows(self) -> _Rows:
+        rows = self._rows
+        for number, parsed in enumerate(self._results, 1):
+            entry, _text, language, decode_errors = self._pending.popleft()
+            _add_file_row(rows, entry, language, parsed.role, "indexed", None,
+                          parsed.syntax_errors, decode_errors, parsed.digest)
+            rows.extend(parsed.columns)
+            rows.texts.update(parsed.texts)
+            self._progress.advance()
+            if number % FREEZE_FILES == 0:
+                rows.freeze()
+        self._progress.finish()
+        return rows
 
 
 _ParseJob = tuple[FileEntry, str, str, bool]  # entry, decoded text, language, decode errors
@@ -268,6 +292,7 @@ class _FileRows:
     syntax_errors: int
     columns: dict[str, dict[str, list[object]]]
     texts: dict[str, str]  # text_hash -> embed text, when an embedding build needs them
+    digest: str  # of the columns, computed here so that workers share the hashing
 
 
 def _read_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy,
@@ -293,20 +318,49 @@ def _parse_job(job: _ParseJob, keep_texts: bool) -> _FileRows:
     return _file_rows(parsed, keep_texts)
 
 
-def _parse_all(jobs: list[_ParseJob], workers: int,
-               keep_texts: bool) -> Iterator[_FileRows]:
-    """Parse in order; files are independent, so many are spread over worker processes."""
-    parse = functools.partial(_parse_job, keep_texts=keep_texts)
-    workers = min(workers, os.cpu_count() or 1)
-    if len(jobs) < PARALLEL_MIN_FILES or workers < 2:
-        yield from map(parse, jobs)
-        return
-    # fork: the workers inherit the loaded grammars and need no imports; they touch
-    # neither DuckDB nor the model, which are the parent's alone. Results come back in
-    # order, so the parent turns them into Arrow batches as they arrive (peak memory).
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        yield from pool.map(parse, jobs, chunksize=PARSE_CHUNK_FILES)
+class _ParsePool:
+    """Worker processes that parse files in order, or the parent alone for few files.
+
+    fork: the workers inherit what the parent loaded and need no imports; they touch
+    neither DuckDB nor the model, which are the parent's alone. Each loads the grammars
+    of the files it will see when it starts, so no file waits for a query to compile.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._workers = min(workers, os.cpu_count() or 1)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def start(self, entries: Sequence[FileEntry]) -> None:
+        """Start the workers, unless they run already or ``entries`` are too few."""
+        if self._pool is not None or self._workers < 2 or len(entries) < PARALLEL_MIN_FILES:
+            return
+        languages = {lang for e in entries if (lang := language_for_path(e.path)) is not None}
+        self._pool = ProcessPoolExecutor(
+            self._workers, mp_context=multiprocessing.get_context("fork"),
+            initializer=load_grammars, initargs=(languages,))
+
+    def map(self, jobs: Iterator[_ParseJob], keep_texts: bool) -> Iterator[_FileRows]:
+        """Parse results in the order of ``jobs``. Workers are handed every job at once;
+        the parent alone takes each job as it comes to it.
+
+        Results come back in order, so the parent turns them into Arrow batches as they
+        arrive (peak memory).
+        """
+        parse = functools.partial(_parse_job, keep_texts=keep_texts)
+        if self._pool is None:
+            return map(parse, jobs)
+        return self._pool.map(parse, jobs, chunksize=PARSE_CHUNK_FILES)
+
+    def stop(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> _ParsePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
@@ -319,10 +373,14 @@ def _skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
 
 def _add_file_row(rows: _Rows, entry: FileEntry, language: str | None, role: str,
                   status: str, reason: str | None, syntax_errors: int = 0,
-                  decode_errors: bool = False) -> None:
-    rows.add("files", path=entry.path, blob_sha=entry.blob_sha, language=language,
-             role=role, size=entry.size, status=status, skip_reason=reason,
-             syntax_errors=syntax_errors, decode_errors=decode_errors)
+                  decode_errors: bool = False, content_digest: str = "") -> None:
+    """The file's row, and its digest over that row and the rows parsed from it."""
+    values = {"path": entry.path, "blob_sha": entry.blob_sha, "language": language,
+              "role": role, "size": entry.size, "status": status, "skip_reason": reason,
+              "syntax_errors": syntax_errors, "decode_errors": decode_errors}
+    rows.add("files", **values)
+    digest = hashlib.sha256(json.dumps([values, content_digest]).encode()).hexdigest()
+    rows.add("file_digests", path=entry.path, digest=digest)
 
 
 def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
@@ -359,7 +417,9 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
     for i, m in enumerate(parsed.imports):
         add("imports", path=path, ordinal=i, module=m.module, name=m.name,
             alias=m.alias, level=m.level, line=m.line)
-    return _FileRows(parsed.role, parsed.syntax_errors, columns, texts)
+    # json escapes lone surrogates, so any decoded text hashes.
+    digest = hashlib.sha256(json.dumps(columns, separators=(",", ":")).encode()).hexdigest()
+    return _FileRows(parsed.role, parsed.syntax_errors, columns, texts, digest)
 
 
 def _embed_missing(
