@@ -428,17 +428,17 @@ def test_parallel_parsing_builds_the_same_index(make_repo: Callable[..., GitRepo
 
 def test_parallel_update_equals_a_serial_full_build(make_repo: Callable[..., GitRepo],
                                                     tmp_path: Path) -> None:
-    files = {f"pkg/mod{i}.py": f"def f{i}(x):\n    return g{i}(x) + {i}\n" for i in range(60)}
+    files = {f"pkg/mod{i}.py": f"def f{i}(x):\n    return g{i}(x) + {i}\n" for i in range(80)}
     repo = make_repo({**STARTER, **files})
     db = tmp_path / "parallel.duckdb"
     index(repo, db, options=IndexOptions(parse_workers=2))
-    for i in range(55):  # enough changed files to parse them in workers again
+    for i in range(70):  # in workers again, and more than deleted by a list of paths
         repo.write(f"pkg/mod{i}.py", f"def h{i}(y):\n    return f{i}(y)\n")
-    repo.remove("pkg/mod59.py")
+    repo.remove("pkg/mod79.py")
     repo.commit("rewrite")
     updated, _ = index(repo, db, options=IndexOptions(parse_workers=2))
     fresh, _ = index(repo, tmp_path / "serial.duckdb", options=IndexOptions(parse_workers=1))
     assert updated.incremental
-    assert updated.changes["parsed"] == 55 and updated.changes["removed"] == 56
+    assert updated.changes["parsed"] == 70 and updated.changes["removed"] == 71
     assert updated.digest == fresh.digest
     assert table_dump(db) == table_dump(tmp_path / "serial.duckdb")

@@ -42,6 +42,7 @@ DUCKDB_MEMORY_LIMIT = "512MB"
 _DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "memory_limit": DUCKDB_MEMORY_LIMIT}
 
+_LISTED_PATHS = 64  # paths deleted by a list of constants; more go through a join
 _LOCKED = re.compile(r"could not set lock|conflicting lock", re.IGNORECASE)
 
 TableRows = dict[str, list[Any]]  # column name -> values, one table's new rows
@@ -193,15 +194,24 @@ class IndexStore:
         removed = sorted(set(removed))
         with self._transaction():
             if removed:
-                self._con.register("removed_paths", pa.table({"path": removed}))
-                for table in (*DATA_TABLES, "file_digests"):
-                    self._con.execute(
-                        f"DELETE FROM {table} WHERE path IN (SELECT path FROM removed_paths)"
-                    )
-                self._con.unregister("removed_paths")
+                self._delete_paths(removed)
             for table, arrow in rows.items():
                 if arrow.num_rows:
                     self._insert_arrow(table, arrow)
+
+    def _delete_paths(self, paths: list[str]) -> None:
+        # A short list of constants lets DuckDB skip row groups by their path range: a
+        # small update need not scan every table.
+        listed = len(paths) <= _LISTED_PATHS
+        if listed:
+            where = f"path IN ({', '.join('?' * len(paths))})"
+        else:
+            self._con.register("removed_paths", pa.table({"path": paths}))
+            where = "path IN (SELECT path FROM removed_paths)"
+        for table in (*DATA_TABLES, "file_digests"):
+            self._con.execute(f"DELETE FROM {table} WHERE {where}", paths if listed else [])
+        if not listed:
+            self._con.unregister("removed_paths")
 
     def clear(self) -> None:
         """Remove every row but the content-addressed vectors, for a full rebuild."""
