@@ -594,7 +594,9 @@ def _summary_rows(results: Results) -> list[tuple[str, str, str, bool]]:
             full, update = inc[f"full-{suffix}"], inc[f"update-{suffix}"]
             speedup = full.wall_s / update.wall_s
             rows.append((f"3. full build / 1-file update, {label} embeddings, {full.corpus}",
-                         f"{speedup:.1f}x", f"≥ {TARGET_INCREMENTAL_SPEEDUP:.0f}x",
+                         f"{speedup:.1f}x (inside the build: "
+                         f"{full.build_s / update.build_s:.1f}x)",
+                         f"≥ {TARGET_INCREMENTAL_SPEEDUP:.0f}x",
                          speedup >= TARGET_INCREMENTAL_SPEEDUP))
     if "full-model" in inc:
         run = inc["full-model"]
@@ -673,14 +675,16 @@ def _drift_note(e: EncodeFigure) -> str:
 def _incremental_section(results: Results) -> str:
     inc = results.incremental
     rows = ["| embeddings | full build wall s | 1-file update wall s | full / update | "
-            "update build s | chunks embedded | full peak RSS MB | update peak RSS MB |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+            "full build s | update build s | full / update, builds | chunks embedded | "
+            "full peak RSS MB | update peak RSS MB |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for suffix, label in (("model", "with"), ("none", "without")):
         if f"update-{suffix}" not in inc:
             continue
         full, update = inc[f"full-{suffix}"], inc[f"update-{suffix}"]
         rows.append(f"| {label} | {full.wall_s:.1f} | {update.wall_s:.1f} | "
-                    f"{full.wall_s / update.wall_s:.1f}x | {update.build_s:.1f} | "
+                    f"{full.wall_s / update.wall_s:.1f}x | {full.build_s:.2f} | "
+                    f"{update.build_s:.2f} | {full.build_s / update.build_s:.1f}x | "
                     f"{update.count('embedded')} | {full.peak_rss_mb:,.0f} | "
                     f"{update.peak_rss_mb:,.0f} |")
     corpus = results.corpora[inc["full-none"].corpus]
@@ -691,7 +695,10 @@ On {inc["full-none"].corpus} ({corpus["files"]:,} files in the repository): a fu
 from an empty index, then, as a separate process, an update of that index to a commit
 that appends one function to `{corpus["edit_path"]}`. Both are whole
 `pr-context index` processes timed from the outside, so the update pays for start-up and
-for loading the model, which it does only because it has a new chunk to embed. Peak RSS
+for loading the model, which it does only because it has a new chunk to embed. The
+target is judged on those whole processes. *Build s* is the time inside `build_index`
+alone: without embeddings, most of an update's process is interpreter start-up and
+imports (DuckDB, NumPy, PyArrow), which every command pays whatever the diff. Peak RSS
 is the process's own maximum resident set size (`wait4`), with embeddings for figure 4.
 
 {chr(10).join(rows)}
