@@ -50,7 +50,7 @@ TARGET_EMBED_OVERHEAD = 1.25  # full build with embeddings / the model's own enc
 TARGET_INCREMENTAL_SPEEDUP = 20.0  # full build / 1-file update
 TARGET_PEAK_RSS_MB = 1536.0  # 1.5 GB while indexing a 2,000+ file repository
 
-REPEATS = 5  # runs of each build that takes about a second; the median run is reported
+REPEATS = 5  # runs of each build that takes seconds; the median run is reported
 ENCODE_BATCH_SIZE = 32  # what SentenceTransformerEmbedder uses
 GIT_DATE = "2024-01-01T00:00:00+00:00"  # fixed commit dates: the same SHAs every run
 EDIT_FUNCTION = '''
@@ -440,7 +440,7 @@ def _describe_release(release: Release) -> str:
 def _measure_parse(plan: Plan, repos: dict[str, Path], work: Path, results: Results) -> None:
     """Figure 1, and figure 3 without embeddings on the incremental corpus.
 
-    These builds take a second or less, so one run says as much about the shared
+    These builds take seconds at most, so one run says as much about the shared
     machine as about the build: each runs REPEATS times and the median run is kept.
     """
     for corpus in plan.parse:
@@ -715,10 +715,11 @@ from an empty index, then, as a separate process, an update of that index to a c
 that appends one function to `{corpus["edit_path"]}`. Both are whole
 `pr-context index` processes timed from the outside, so the update pays for start-up and
 for loading the model, which it does only because it has a new chunk to embed. Without
-embeddings, both runs take a second or less: each is the median of {REPEATS} (the update
-from a copy of the same full build). The target is judged on whole processes. *Build s* is the time inside `build_index`
-alone: without embeddings, most of an update's process is interpreter start-up and
-imports (DuckDB, NumPy, PyArrow), which every command pays whatever the diff. Peak RSS
+embeddings, both runs take seconds at most: each is the median of {REPEATS} (the update
+from a copy of the same full build). The target is judged on whole processes. *Build s*
+is the time inside `build_index` alone: without embeddings, most of an update's process
+is interpreter start-up and imports (DuckDB, NumPy, PyArrow), which every command pays
+whatever the diff. Peak RSS
 is the process's own maximum resident set size (`wait4`), with embeddings for figure 4.
 
 {chr(10).join(rows)}

@@ -145,6 +145,23 @@ def test_a_rare_word_the_codebase_never_uses_means_nothing_relevant(
     assert outcome.message == "nothing relevant: the codebase never mentions 'kubernetes2'"
 
 
+def test_a_rare_word_only_tests_use_names_nothing_the_codebase_does(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    test_file = ('from shop.session import create_session\n\n\n'
+                 'def test_session_for_a_cluster_host():\n'
+                 '    """A refresh token issued by kubernetes2 still makes a session."""\n'
+                 '    assert create_session("kubernetes2", "token")\n')
+    repo = make_repo({**FILES, "tests/test_cluster.py": test_file})
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    corpus = searcher.corpus(open_repository(repo.path), "HEAD", tmp_path / "i.duckdb")
+    outcome = searcher.search(corpus, "refresh the session token stored in kubernetes2 secrets")
+    assert outcome.hits == []
+    assert outcome.message == ("nothing relevant: the codebase mentions 'kubernetes2' only in "
+                               "its tests")
+    asked = searcher.search(corpus, "which tests create a session for kubernetes2")
+    assert asked.hits and asked.hits[0].path == "tests/test_cluster.py"
+
+
 def test_a_product_name_the_codebase_never_uses_means_nothing_relevant(
         shop: tuple[Searcher, SearchCorpus]) -> None:
     outcome = run(shop, "keep the refresh token of each session in MongoDatabase")

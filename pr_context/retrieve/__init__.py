@@ -56,6 +56,7 @@ MIN_HIT_COSINE_RATIO = 0.5
 # positive's rare word always reaches a chunk at >= 0.50 of the best similarity and the
 # unrelated mentions sit at 0.07 and 0.17: half the noise ratio keeps a margin both ways.
 UNRELATED_MENTION_RATIO = MIN_HIT_COSINE_RATIO / 2
+TEST_ROLES = frozenset(INTENT_ROLES["tests"])
 DEFINITION_BOOST = 1.2  # a definition beats a chunk that only uses the name
 # "How does X work" is answered by code with logic in it: a property or one-line
 # accessor that merely shares the query's words ranks a little lower, unless named.
@@ -117,7 +118,7 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
     contributions = fuse(rankings, intent)
     rewritten = " ".join(tokenize(query, drop_stopwords=True))
     candidates = _ordered(corpus, contributions, lambda i, parts: sum(parts.values()))
-    message = _irrelevance(corpus, query, rankings, cosines, rare_words)
+    message = _irrelevance(corpus, query, rankings, cosines, rare_words, intent)
     if message:
         return SearchOutcome(query, rewritten, intent.intent, [], candidates[:k * 5], message)
     scorer = _Scorer(
@@ -180,8 +181,8 @@ def _has_exact_evidence(parts: dict[str, float]) -> bool:
 
 
 def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tuple[int, float]]],
-                 cosines: NDArray[np.float32] | None, rare_words: frozenset[str]
-                 ) -> str | None:
+                 cosines: NDArray[np.float32] | None, rare_words: frozenset[str],
+                 intent: QueryIntent) -> str | None:
     """Why nothing should be returned, or None when something may be relevant."""
     if not corpus.chunks:
         return "the index holds no chunks"
@@ -191,6 +192,11 @@ def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tupl
     if unknown:
         return ("nothing relevant: the codebase never mentions "
                 + ", ".join(repr(w) for w in unknown))
+    if intent.intent != "tests":
+        in_tests = _rare_words_only_in_tests(corpus, rare_words)
+        if in_tests:
+            return ("nothing relevant: the codebase mentions "
+                    + ", ".join(repr(w) for w in in_tests) + " only in its tests")
     if cosines is not None:
         best = float(cosines.max())
         if best < MIN_QUERY_COSINE:
@@ -219,6 +225,18 @@ def _unrelated_rare_words(corpus: SearchCorpus, rare_words: frozenset[str],
         if postings and max(float(cosines[p].max()) for p in postings) < floor:
             unrelated.append(word)
     return unrelated
+
+
+def _rare_words_only_in_tests(corpus: SearchCorpus, rare_words: frozenset[str]) -> list[str]:
+    """Rare words found in test code alone: tests feed arbitrary data (made-up hosts,
+    products, names) to the code, so such a word names nothing the codebase does."""
+    only = []
+    for word in sorted(rare_words):
+        postings = [corpus.bm25_postings[t][0] for t in set(tokenize(word)) & corpus.vocabulary]
+        chunks = {int(i) for posting in postings for i in posting}
+        if chunks and all(corpus.chunks[i].role in TEST_ROLES for i in chunks):
+            only.append(word)
+    return only
 
 
 def _exact_match(corpus: SearchCorpus, rankings: dict[str, list[tuple[int, float]]]) -> bool:
