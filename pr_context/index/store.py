@@ -41,9 +41,6 @@ DATA_TABLES: dict[str, str] = {
 DUCKDB_MEMORY_LIMIT = "512MB"
 _DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "memory_limit": DUCKDB_MEMORY_LIMIT}
-# A build's DuckDB work (inserts, deletes by path) is small next to parsing: one thread
-# does it without taking a core from the parse workers.
-_BUILD_CONFIG = {**_DUCKDB_CONFIG, "threads": 1}
 
 _LISTED_PATHS = 64  # paths deleted by a list of constants; more go through a join
 _LOCKED = re.compile(r"could not set lock|conflicting lock", re.IGNORECASE)
@@ -355,7 +352,7 @@ class _Transaction:
 
 def _connect(path: Path, warn: Callable[[str], None]) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(str(path), config=_BUILD_CONFIG)
+        return duckdb.connect(str(path), config=_DUCKDB_CONFIG)
     except duckdb.Error as exc:
         if _LOCKED.search(str(exc)):
             raise IndexFileError(f"index {path} is in use by another process") from exc
