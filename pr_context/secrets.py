@@ -26,10 +26,14 @@ __all__ = ["MIN_SECRET_CHARS", "REDACTED", "contains_secrets", "redact_secrets"]
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 8  # shorter literal values are too weak to be worth hiding
 
-# Cheap pre-check: text containing none of these cannot match the full pattern.
+# Cheap pre-check: text containing none of these cannot match the full pattern. Each
+# word is spelled with a literal first letter, for the reason _assignment_alternatives
+# gives: a leading (?i:...) group made this check four times slower on Python sources.
+_TRIGGER_WORDS = ("pass", "pwd", "secret", "key", "token")
 _TRIGGERS = re.compile(
-    r"PRIVATE KEY|AKIA|ASIA|gh[pousr]_|github_pat_|xox[baprs]-|AIza|_live_|eyJ|://"
-    r"|(?i:pass|pwd|secret|key|token)"
+    r"PRIVATE KEY|AKIA|ASIA|gh[pousr]_|github_pat_|xox[baprs]-|AIza|_live_|eyJ|://|"
+    + "|".join(f"{first}(?i:{word[1:]})"
+               for word in _TRIGGER_WORDS for first in (word[0], word[0].upper()))
 )
 
 _TOKENS = (

@@ -33,6 +33,8 @@ _JWT = (
         ("  password: s3cr3tP4ss", f"  password: {REDACTED}"),
         ('"client_secret": "a8f7d6e5c4b3a2"', f'"client_secret": "{REDACTED}"'),
         ("API_KEY=abc123def456ghi", f"API_KEY={REDACTED}"),
+        ('Db_PassWord = "hunter2hunter2"', f'Db_PassWord = "{REDACTED}"'),
+        ("ApiToKen: x9y8z7w6v5u4", f"ApiToKen: {REDACTED}"),
         ("SECRET_KEY = 'django-insecure-0a9s8d7f'", f"SECRET_KEY = '{REDACTED}'"),
         ('login(user, password="correcthorse99")', f'login(user, password="{REDACTED}")'),
         ("auth_token: x9y8z7w6v5u4  # rotate monthly", f"auth_token: {REDACTED}  # rotate monthly"),
