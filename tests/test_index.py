@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
@@ -11,9 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from pr_context.cli import cli
+from pr_context.embed import Embeddings
+from pr_context.errors import EmbeddingError, IndexFileError
 from pr_context.git import open_repository
 from pr_context.index.build import IndexOptions, IndexResult, build_index
-from pr_context.index.store import DATA_TABLES
+from pr_context.index.store import DATA_TABLES, IndexStore
 from pr_context.progress import SilentProgress
 from tests.conftest import GitRepo
 from tests.fakes import FakeEmbedder
@@ -442,3 +444,51 @@ def test_parallel_update_equals_a_serial_full_build(make_repo: Callable[..., Git
     assert updated.changes["parsed"] == 70 and updated.changes["removed"] == 71
     assert updated.digest == fresh.digest
     assert table_dump(db) == table_dump(tmp_path / "serial.duckdb")
+
+
+class _InterruptedEmbedder(FakeEmbedder):
+    """Stands for a build killed while embedding: fails after ``batches`` model calls."""
+
+    def __init__(self, batches: int) -> None:
+        super().__init__()
+        self._batches = batches
+
+    def embed(self, texts: Sequence[str]) -> Embeddings:
+        if len(self.calls) >= self._batches:
+            raise EmbeddingError("interrupted")
+        return super().embed(texts)
+
+
+def test_a_build_interrupted_while_embedding_is_resumed(make_repo: Callable[..., GitRepo],
+                                                        tmp_path: Path) -> None:
+    # 300 distinct functions: more than one batch of vectors to commit.
+    files = {f"pkg/mod{i}.py": "".join(f"def f{i}_{j}(x):\n    return x + {j}\n\n\n"
+                                       for j in range(10)) for i in range(30)}
+    repo = make_repo({**STARTER, **files})
+    db = tmp_path / "index.duckdb"
+    with pytest.raises(EmbeddingError):
+        index(repo, db, embedder=_InterruptedEmbedder(batches=1))
+    with pytest.raises(IndexFileError, match="not a complete"):
+        IndexStore.open_existing(db)  # a first build: settings, but no revision
+    resumed, _ = index(repo, db, embedder=FakeEmbedder())
+    fresh, _ = index(repo, tmp_path / "fresh.duckdb", embedder=FakeEmbedder())
+    assert 0 < resumed.embedded < fresh.embedded  # the first batch's vectors were kept
+    assert resumed.digest == fresh.digest
+    assert table_dump(db) == table_dump(tmp_path / "fresh.duckdb")
+
+
+def test_an_update_interrupted_while_embedding_is_resumed(make_repo: Callable[..., GitRepo],
+                                                          tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    previous, _ = index(repo, db, embedder=FakeEmbedder())
+    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
+    repo.commit("add a module")
+    with pytest.raises(EmbeddingError):
+        index(repo, db, embedder=_InterruptedEmbedder(batches=0))
+    with IndexStore.open_existing(db) as store:  # the previous revision, whole
+        assert store.manifest is not None and store.manifest.revision == previous.revision
+    resumed, _ = index(repo, db, embedder=FakeEmbedder())
+    fresh, _ = index(repo, tmp_path / "fresh.duckdb", embedder=FakeEmbedder())
+    assert resumed.digest == fresh.digest
+    assert table_dump(db) == table_dump(tmp_path / "fresh.duckdb")

@@ -228,9 +228,13 @@ def _policy_at(repo: Repository, entries: Sequence[FileEntry],
 
 def _usable_previous(repo: Repository, store: IndexStore,
                      warn: Callable[[str], None]) -> str | None:
-    """The revision the store holds, if it can be updated; else clear the store."""
+    """The revision the store holds, if it can be updated; else clear the store.
+
+    A first build that was interrupted left a manifest without a revision (see
+    ``IndexStore.open``): its rows and vectors are kept, and it is completed path by path.
+    """
     manifest = store.manifest
-    if manifest is None:
+    if manifest is None or not manifest.revision:
         return None
     if not commit_exists(repo, manifest.revision):
         warn(f"rebuilding index {store.path}: it holds revision {manifest.revision[:12]}, "

@@ -13,7 +13,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +113,7 @@ class IndexStore:
             con = _reset(con, path, reason, warn, keep_embeddings=keep)
             manifest = None
         if not _has_tables(con):
-            _migrate(con)
+            _migrate(con, wanted)
         return cls(path, con, manifest)
 
     @classmethod
@@ -425,13 +425,21 @@ def _move_aside(path: Path, reason: str, warn: Callable[[str], None]) -> Path:
     return path
 
 
-def _migrate(con: duckdb.DuckDBPyConnection) -> None:
+def _migrate(con: duckdb.DuckDBPyConnection, settings: Manifest) -> None:
+    """Create the tables, with a manifest of ``settings`` that names no revision yet.
+
+    The settings come with the tables so that an interrupted first build leaves a file
+    that is recognised and completed, keeping the vectors it committed.
+    """
     con.execute("BEGIN TRANSACTION")
     con.execute("CREATE TABLE schema_migrations (version INTEGER NOT NULL, "
                 "name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
     for version, (name, sql) in enumerate(MIGRATIONS, start=1):
         con.execute(sql)
         con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", (version, name))
+    unnamed = replace(settings, revision="", build_id="", built_at="")
+    con.executemany("INSERT INTO manifest VALUES (?, ?)",
+                    [(k, str(v)) for k, v in asdict(unnamed).items()])
     con.execute("COMMIT")
     assert version == SCHEMA_VERSION
 
