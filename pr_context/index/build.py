@@ -325,9 +325,9 @@ def _parse_job(job: _ParseJob, keep_texts: bool) -> _FileRows:
 class _ParsePool:
     """Worker processes that parse files in order, or the parent alone for few files.
 
-    fork: the workers inherit what the parent loaded and need no imports; they touch
-    neither DuckDB nor the model, which are the parent's alone. Each loads the grammars
-    of the files it will see when it starts, so no file waits for a query to compile.
+    fork: the workers inherit what the parent loaded (modules, grammars, compiled
+    queries) and need no imports; they touch neither DuckDB nor the model, which are the
+    parent's alone.
     """
 
     def __init__(self, workers: int) -> None:
@@ -338,10 +338,10 @@ class _ParsePool:
         """Start the workers, unless they run already or ``entries`` are too few."""
         if self._pool is not None or self._workers < 2 or len(entries) < PARALLEL_MIN_FILES:
             return
-        languages = {lang for e in entries if (lang := language_for_path(e.path)) is not None}
+        # Loaded once here, the grammars and compiled queries reach every worker by fork.
+        load_grammars(lang for e in entries if (lang := language_for_path(e.path)) is not None)
         self._pool = ProcessPoolExecutor(
-            self._workers, mp_context=multiprocessing.get_context("fork"),
-            initializer=load_grammars, initargs=(languages,))
+            self._workers, mp_context=multiprocessing.get_context("fork"))
 
     def map(self, jobs: Iterator[_ParseJob], keep_texts: bool) -> Iterator[_FileRows]:
         """Parse results in the order of ``jobs``. Workers are handed every job at once;
