@@ -184,6 +184,18 @@ def analyse(repo: GitRepo, base: str, head: str, tmp: Path) -> Analysis:
                     loaded["head"][1], loaded["head"][2], loaded["base"][2], touched)
 
 
+def analyse_edit(tmp: Path, files: dict[str, str], edits: dict[str, str]) -> Analysis:
+    """A repository of ``files``, then one commit writing ``edits``, analysed."""
+    repo = GitRepo(tmp / "repo")
+    for path, text in files.items():
+        repo.write(path, text)
+    base = repo.commit("initial")
+    for path, text in edits.items():
+        repo.write(path, text)
+    head = repo.commit("head")
+    return analyse(repo, base, head, tmp)
+
+
 @pytest.fixture(scope="module")
 def tests_case(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
     tmp = tmp_path_factory.mktemp("links_tests")
@@ -329,15 +341,10 @@ def test_naming_links_on_real_indexes(make_repo: Callable[..., GitRepo], tmp_pat
 
 @pytest.fixture(scope="module")
 def docs_case(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
-    tmp = tmp_path_factory.mktemp("links_docs")
-    repo = GitRepo(tmp / "repo")
-    for path, text in DOC_FILES.items():
-        repo.write(path, text)
-    base = repo.commit("initial")
-    repo.write("shop/session.py", SESSION_HEAD)
-    repo.write("docs/guide.md", DOC_FILES["docs/guide.md"] + "\nNow with a timeout.\n")
-    head = repo.commit("head")
-    return analyse(repo, base, head, tmp)
+    return analyse_edit(tmp_path_factory.mktemp("links_docs"), DOC_FILES, {
+        "shop/session.py": SESSION_HEAD,
+        "docs/guide.md": DOC_FILES["docs/guide.md"] + "\nNow with a timeout.\n",
+    })
 
 
 def docs(case: Analysis, qualified_name: str, limit: int = 10) -> list[Evidence]:
@@ -447,18 +454,12 @@ OWNER_FILES = {
 
 @pytest.fixture(scope="module")
 def owner_case(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
-    tmp = tmp_path_factory.mktemp("links_owner_docs")
-    repo = GitRepo(tmp / "repo")
-    for path, text in OWNER_FILES.items():
-        repo.write(path, text)
-    base = repo.commit("initial")
-    repo.write("pkg/_impl.py", OWNER_FILES["pkg/_impl.py"].replace("return size",
-                                                                   "return size * 2")
-               .replace("return 1", "return 2"))
-    repo.write("pkg/shapes.py", "def area(side):\n    return side ** 2\n\n\n"
-                                "def circle(radius):\n    return 3 * radius ** 2\n")
-    head = repo.commit("head")
-    return analyse(repo, base, head, tmp)
+    return analyse_edit(tmp_path_factory.mktemp("links_owner_docs"), OWNER_FILES, {
+        "pkg/_impl.py": OWNER_FILES["pkg/_impl.py"].replace("return size", "return size * 2")
+                        .replace("return 1", "return 2"),
+        "pkg/shapes.py": "def area(side):\n    return side ** 2\n\n\n"
+                         "def circle(radius):\n    return 3 * radius ** 2\n",
+    })
 
 
 def reasons(case: Analysis, qualified_name: str) -> dict[str, str]:
@@ -557,24 +558,19 @@ LAYOUT_FILES = {
 
 @pytest.fixture(scope="module")
 def layout_case(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
-    tmp = tmp_path_factory.mktemp("links_layout_docs")
-    repo = GitRepo(tmp / "repo")
-    for path, text in LAYOUT_FILES.items():
-        repo.write(path, text)
-    base = repo.commit("initial")
-    repo.write("pkg/__init__.py", "from pkg._impl import Gadget, Widget\n")
-    repo.write("pkg/_impl.py", "class Widget:\n    pass\n\n\nclass Gadget:\n    pass\n\n\n"
-                               "def helper():\n    return 1\n")
-    repo.write("pkg/colors.py", "def red():\n    return 1\n\n\ndef blue():\n    return 2\n")
-    repo.write("pkg/sizes.py", "def small():\n    return 1\n")
-    repo.write("pkg/shapes.py", "def area(side):\n    return side ** 2\n")
-    repo.write("pkg/_cache.py", "def lookup():\n    return 1\n")
-    repo.write("pkg/config.py", LAYOUT_FILES["pkg/config.py"]
-               .replace("#: Seconds to wait.", "#: Seconds to wait, 30 by default.")
-               .replace("timeout: int = 10", "timeout: int = 30")
-               .replace("Note: read once.", "Note: read at start."))
-    head = repo.commit("head")
-    return analyse(repo, base, head, tmp)
+    return analyse_edit(tmp_path_factory.mktemp("links_layout_docs"), LAYOUT_FILES, {
+        "pkg/__init__.py": "from pkg._impl import Gadget, Widget\n",
+        "pkg/_impl.py": "class Widget:\n    pass\n\n\nclass Gadget:\n    pass\n\n\n"
+                        "def helper():\n    return 1\n",
+        "pkg/colors.py": "def red():\n    return 1\n\n\ndef blue():\n    return 2\n",
+        "pkg/sizes.py": "def small():\n    return 1\n",
+        "pkg/shapes.py": "def area(side):\n    return side ** 2\n",
+        "pkg/_cache.py": "def lookup():\n    return 1\n",
+        "pkg/config.py": LAYOUT_FILES["pkg/config.py"]
+        .replace("#: Seconds to wait.", "#: Seconds to wait, 30 by default.")
+        .replace("timeout: int = 10", "timeout: int = 30")
+        .replace("Note: read once.", "Note: read at start."),
+    })
 
 
 def test_current_module_directive_is_the_module_page(layout_case: Analysis) -> None:
