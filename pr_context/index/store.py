@@ -277,10 +277,7 @@ class IndexStore:
     def write_manifest(self, manifest: Manifest) -> None:
         with self._transaction():
             self._con.execute("DELETE FROM manifest")
-            self._con.executemany(
-                "INSERT INTO manifest VALUES (?, ?)",
-                [(k, str(v)) for k, v in asdict(manifest).items()],
-            )
+            _insert_manifest(self._con, manifest)
         self.manifest = manifest
 
     # -- digest ------------------------------------------------------------------
@@ -437,11 +434,14 @@ def _migrate(con: duckdb.DuckDBPyConnection, settings: Manifest) -> None:
     for version, (name, sql) in enumerate(MIGRATIONS, start=1):
         con.execute(sql)
         con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", (version, name))
-    unnamed = replace(settings, revision="", build_id="", built_at="")
-    con.executemany("INSERT INTO manifest VALUES (?, ?)",
-                    [(k, str(v)) for k, v in asdict(unnamed).items()])
+    _insert_manifest(con, replace(settings, revision="", build_id="", built_at=""))
     con.execute("COMMIT")
     assert version == SCHEMA_VERSION
+
+
+def _insert_manifest(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> None:
+    con.executemany("INSERT INTO manifest VALUES (?, ?)",
+                    [(k, str(v)) for k, v in asdict(manifest).items()])
 
 
 def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:

@@ -221,8 +221,8 @@ def _unrelated_rare_words(corpus: SearchCorpus, rare_words: frozenset[str],
     floor = float(cosines.max()) * UNRELATED_MENTION_RATIO
     unrelated = []
     for word in sorted(rare_words):
-        postings = [corpus.bm25_postings[t][0] for t in set(tokenize(word)) & corpus.vocabulary]
-        if postings and max(float(cosines[p].max()) for p in postings) < floor:
+        chunks = _chunks_using(corpus, word)
+        if chunks and float(cosines[chunks].max()) < floor:
             unrelated.append(word)
     return unrelated
 
@@ -232,11 +232,16 @@ def _rare_words_only_in_tests(corpus: SearchCorpus, rare_words: frozenset[str]) 
     products, names) to the code, so such a word names nothing the codebase does."""
     only = []
     for word in sorted(rare_words):
-        postings = [corpus.bm25_postings[t][0] for t in set(tokenize(word)) & corpus.vocabulary]
-        chunks = {int(i) for posting in postings for i in posting}
+        chunks = _chunks_using(corpus, word)
         if chunks and all(corpus.chunks[i].role in TEST_ROLES for i in chunks):
             only.append(word)
     return only
+
+
+def _chunks_using(corpus: SearchCorpus, word: str) -> list[int]:
+    """The chunks holding any token of ``word``, from its posting lists."""
+    tokens = set(tokenize(word)) & corpus.vocabulary
+    return sorted({int(i) for t in tokens for i in corpus.bm25_postings[t][0]})
 
 
 def _exact_match(corpus: SearchCorpus, rankings: dict[str, list[tuple[int, float]]]) -> bool:
