@@ -9,6 +9,7 @@ are content-addressed, so only text never embedded before goes through the model
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -38,8 +39,8 @@ from pr_context.git import (
 from pr_context.index.schema import SCHEMA_VERSION
 from pr_context.index.store import IndexStore, Manifest, TableRows
 from pr_context.languages import language_for_path
-from pr_context.models import FileEntry, ParsedFile, Sha
-from pr_context.parse import PARSER_VERSION, load_grammars, parse_file
+from pr_context.models import Chunk, FileEntry, ParsedFile, Sha
+from pr_context.parse import PARSER_VERSION, parse_file
 from pr_context.policy import (
     CONFIG_PATH,
     PathPolicy,
@@ -325,8 +326,9 @@ def _parse_job(job: _ParseJob, keep_texts: bool) -> _FileRows:
 class _ParsePool:
     """Worker processes that parse files in order, or the parent alone for few files.
 
-    fork: the workers inherit what the parent loaded (modules, grammars, compiled
-    queries) and need no imports; they touch neither DuckDB nor the model, which are the
+    fork: the workers inherit the parent's modules and need no imports; each loads the
+    grammars and compiles the tag queries it meets, while the parent goes on reading
+    files and opening the index. They touch neither DuckDB nor the model, which are the
     parent's alone.
     """
 
@@ -338,10 +340,11 @@ class _ParsePool:
         """Start the workers, unless they run already or ``entries`` are too few."""
         if self._pool is not None or self._workers < 2 or len(entries) < PARALLEL_MIN_FILES:
             return
-        # Loaded once here, the grammars and compiled queries reach every worker by fork.
-        load_grammars(lang for e in entries if (lang := language_for_path(e.path)) is not None)
+        # A worker lives for one build and makes few reference cycles: the cyclic
+        # collector would only rescan the parse's short-lived records again and again.
         self._pool = ProcessPoolExecutor(
-            self._workers, mp_context=multiprocessing.get_context("fork"))
+            self._workers, mp_context=multiprocessing.get_context("fork"),
+            initializer=gc.disable)
 
     def map(self, jobs: Iterator[_ParseJob], keep_texts: bool) -> Iterator[_FileRows]:
         """Parse results in the order of ``jobs``. Workers are handed every job at once;
@@ -388,42 +391,60 @@ def _add_file_row(rows: _Rows, entry: FileEntry, language: str | None, role: str
 
 
 def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
-    """The file's chunk, definition, reference and import rows, column-wise."""
-    columns: dict[str, dict[str, list[object]]] = {}
-    texts: dict[str, str] = {}
+    """The file's chunk, definition, reference and import rows, column-wise.
 
-    def add(table: str, **values: object) -> None:
-        target = columns.setdefault(table, {})
-        for name, value in values.items():
-            target.setdefault(name, []).append(value)
-
+    Each column is built whole from the parsed records: a file has thousands of rows.
+    """
     path = parsed.path
-    for i, c in enumerate(parsed.chunks):
+    chunks, defs, refs, imports = (parsed.chunks, parsed.definitions, parsed.references,
+                                   parsed.imports)
+    texts: dict[str, str] = {}
+    text_hashes: list[object] = []
+    for c in chunks:
         embed_text = c.embed_text
         text_hash = hashlib.sha256(embed_text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        text_hashes.append(text_hash)
         if keep_texts:
             texts[text_hash] = embed_text
-        chunk_id = hashlib.sha1(
-            f"{path}\0{i}\0{c.kind}\0{c.start_line}\0{c.end_line}\0{c.symbol}".encode(
-                "utf-8", "surrogatepass")
-        ).hexdigest()[:16]
-        add("chunks", chunk_id=chunk_id, path=path, ordinal=i, kind=c.kind,
-            symbol=c.symbol, role=c.role, start_line=c.start_line,
-            end_line=c.end_line, text=c.text, context=c.context, text_hash=text_hash)
-    for i, d in enumerate(parsed.definitions):
-        add("definitions", path=path, ordinal=i, name=d.name,
-            qualified_name=d.qualified_name, kind=d.kind, signature=d.signature,
-            parameters=list(d.parameters), docstring=d.docstring,
-            start_line=d.start_line, end_line=d.end_line, parent=d.parent)
-    for i, r in enumerate(parsed.references):
-        add("refs", path=path, ordinal=i, name=r.name, kind=r.kind,
-            receiver=r.receiver, line=r.line, col=r.column, enclosing=r.enclosing)
-    for i, m in enumerate(parsed.imports):
-        add("imports", path=path, ordinal=i, module=m.module, name=m.name,
-            alias=m.alias, level=m.level, line=m.line)
+    columns: dict[str, dict[str, list[object]]] = {}
+    if chunks:
+        columns["chunks"] = {
+            "chunk_id": [_chunk_id(path, i, c) for i, c in enumerate(chunks)],
+            "path": [path] * len(chunks), "ordinal": list(range(len(chunks))),
+            "kind": [c.kind for c in chunks], "symbol": [c.symbol for c in chunks],
+            "role": [c.role for c in chunks],
+            "start_line": [c.start_line for c in chunks],
+            "end_line": [c.end_line for c in chunks], "text": [c.text for c in chunks],
+            "context": [c.context for c in chunks], "text_hash": text_hashes}
+    if defs:
+        columns["definitions"] = {
+            "path": [path] * len(defs), "ordinal": list(range(len(defs))),
+            "name": [d.name for d in defs], "qualified_name": [d.qualified_name for d in defs],
+            "kind": [d.kind for d in defs], "signature": [d.signature for d in defs],
+            "parameters": [list(d.parameters) for d in defs],
+            "docstring": [d.docstring for d in defs],
+            "start_line": [d.start_line for d in defs], "end_line": [d.end_line for d in defs],
+            "parent": [d.parent for d in defs]}
+    if refs:
+        columns["refs"] = {
+            "path": [path] * len(refs), "ordinal": list(range(len(refs))),
+            "name": [r.name for r in refs], "kind": [r.kind for r in refs],
+            "receiver": [r.receiver for r in refs], "line": [r.line for r in refs],
+            "col": [r.column for r in refs], "enclosing": [r.enclosing for r in refs]}
+    if imports:
+        columns["imports"] = {
+            "path": [path] * len(imports), "ordinal": list(range(len(imports))),
+            "module": [m.module for m in imports], "name": [m.name for m in imports],
+            "alias": [m.alias for m in imports], "level": [m.level for m in imports],
+            "line": [m.line for m in imports]}
     # json escapes lone surrogates, so any decoded text hashes.
     digest = hashlib.sha256(json.dumps(columns, separators=(",", ":")).encode()).hexdigest()
     return _FileRows(parsed.role, parsed.syntax_errors, columns, texts, digest)
+
+
+def _chunk_id(path: str, ordinal: int, c: Chunk) -> str:
+    key = f"{path}\0{ordinal}\0{c.kind}\0{c.start_line}\0{c.end_line}\0{c.symbol}"
+    return hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _embed_missing(

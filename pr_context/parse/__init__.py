@@ -7,19 +7,17 @@ explicit deprecation marker get the ``deprecated`` role.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 
-from pr_context.languages import CODE_LANGUAGES, parser_for
+from pr_context.languages import CODE_LANGUAGES
 from pr_context.models import Chunk, ParsedFile, Role
 from pr_context.parse.code import parse_code
-from pr_context.parse.code_lang import tag_query
 from pr_context.parse.docs import parse_markdown, parse_rst
 from pr_context.parse.text import parse_text_windows
 from pr_context.roles import chunk_role, may_mark_deprecated
 from pr_context.secrets import contains_secrets, redact_secrets
 
-__all__ = ["PARSER_VERSION", "load_grammars", "parse_file"]
+__all__ = ["PARSER_VERSION", "parse_file"]
 
 # Bump whenever parsing, chunking, roles, redaction or the per-file digests change what
 # lands in the index: indexes built by another parser version are rebuilt, not mixed.
@@ -42,14 +40,6 @@ def parse_file(path: str, text: str, language: str, role: Role) -> ParsedFile:
     marked = may_mark_deprecated(text)
     chunks = [_finish_chunk(c, redact, marked) for c in parsed.chunks]
     return replace(parsed, chunks=tuple(_inherit_deprecation(chunks)))
-
-
-def load_grammars(languages: Iterable[str]) -> None:
-    """Load the parser and compile the tag query of each code language in ``languages``
-    now, rather than on its first file: both are cached for the life of the process."""
-    for language in sorted(set(languages) & CODE_LANGUAGES):
-        parser_for(language)
-        tag_query(language)
 
 
 def _finish_chunk(chunk: Chunk, redact: bool, marked: bool) -> Chunk:
