@@ -18,9 +18,12 @@ from pr_context.errors import GitError, NotARepositoryError, UnknownRevisionErro
 from pr_context.models import FileEntry, Sha
 
 __all__ = [
+    "SUBMODULE_MODE",
+    "SYMLINK_MODE",
     "BlobReader",
     "PathChange",
     "Repository",
+    "changed_files",
     "changed_paths",
     "commit_exists",
     "commit_file_lists",
@@ -47,6 +50,8 @@ _STATUS: dict[str, ChangeStatus] = {
 
 # Read-only commands: trust the directory whoever owns it (Actions workspaces are owned
 # by another user), never page, never prompt, never quote non-ASCII paths.
+SYMLINK_MODE = "120000"
+SUBMODULE_MODE = "160000"
 _GIT_CONFIG = ("-c", "safe.directory=*", "-c", "core.quotepath=off", "--no-pager")
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
 
@@ -164,9 +169,11 @@ def fetch(repo: Repository, remote: str, refspecs: Sequence[str],
     _run(repo.path, ["fetch", "--no-tags", "--quiet", remote, *refspecs], env=env)
 
 
-def list_files(repo: Repository, sha: Sha) -> list[FileEntry]:
-    """Every file in the tree of ``sha``, sorted by path; submodules and symlinks included."""
-    out = _run(repo.path, ["ls-tree", "-r", "-z", "--long", "--full-tree", sha])
+def list_files(repo: Repository, sha: Sha, paths: Sequence[str] = ()) -> list[FileEntry]:
+    """Every file in the tree of ``sha`` (or those of ``paths``, taken literally), sorted
+    by path; submodules and symlinks included."""
+    out = _run(repo.path, ["ls-tree", "-r", "-z", "--long", "--full-tree", sha, "--", *paths],
+               env={"GIT_LITERAL_PATHSPECS": "1"})
     entries = []
     for record in out.split(b"\0"):
         if not record:
@@ -182,6 +189,44 @@ def list_files(repo: Repository, sha: Sha) -> list[FileEntry]:
             )
         )
     return sorted(entries, key=lambda e: e.path)
+
+
+def changed_files(repo: Repository, old: Sha, new: Sha) -> tuple[list[str], list[FileEntry]]:
+    """What changed between two trees, without listing either: the paths whose file at
+    ``old`` is gone or different, and the files of ``new`` that are new or different,
+    each sorted by path. Renames are a removal and an addition here; a file that turned
+    into a symlink or submodule is both."""
+    out = _run(repo.path, ["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-commit-id",
+                           old, new, "--"])
+    fields = out.split(b"\0")
+    removed: list[str] = []
+    added: list[tuple[str, str, str]] = []  # path, blob, mode
+    for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
+        if not meta.startswith(b":"):
+            break
+        old_mode, new_mode, _old_blob, new_blob, _status = meta[1:].decode().split()
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if old_mode != "000000":
+            removed.append(path)
+        if new_mode != "000000":
+            added.append((path, new_blob, new_mode))
+    sizes = _blob_sizes(repo, [blob for _, blob, mode in added if mode != SUBMODULE_MODE])
+    entries = [FileEntry(path=path, blob_sha=blob, mode=mode, size=sizes.get(blob, -1))
+               for path, blob, mode in added]
+    return sorted(removed), sorted(entries, key=lambda e: e.path)
+
+
+def _blob_sizes(repo: Repository, blobs: Sequence[str]) -> dict[str, int]:
+    """blob SHA -> size in bytes, through one ``git cat-file --batch-check``."""
+    if not blobs:
+        return {}
+    out = _run(repo.path, ["cat-file", "--batch-check"], stdin="\n".join(blobs).encode() + b"\n")
+    sizes = {}
+    for line in out.decode().splitlines():
+        fields = line.split()  # "<sha> blob <size>", or "<name> missing"
+        if len(fields) == 3 and fields[1] == "blob":
+            sizes[fields[0]] = int(fields[2])
+    return sizes
 
 
 def read_blob(repo: Repository, blob_sha: str) -> bytes:

@@ -492,3 +492,54 @@ def test_an_update_interrupted_while_embedding_is_resumed(make_repo: Callable[..
     fresh, _ = index(repo, tmp_path / "fresh.duckdb", embedder=FakeEmbedder())
     assert resumed.digest == fresh.digest
     assert table_dump(db) == table_dump(tmp_path / "fresh.duckdb")
+
+
+def test_an_update_interrupted_after_writing_rows_is_completed_from_a_listing(
+        make_repo: Callable[..., GitRepo], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Killed between the new rows and the new manifest, the file names no revision: the
+    # next update must not diff from the old one (the reverted file would keep its edit).
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db)
+    original = (repo.path / "pkg/util.py").read_text()
+    repo.write("pkg/util.py", original + "\n\ndef edited():\n    return 1\n")
+    repo.commit("edit")
+
+    def killed(self: IndexStore, pairs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(IndexStore, "replace_cochange", killed)
+    with pytest.raises(KeyboardInterrupt):
+        index(repo, db)
+    monkeypatch.undo()
+    with pytest.raises(IndexFileError, match="not a complete"):
+        IndexStore.open_existing(db)
+    repo.write("pkg/util.py", original)
+    repo.commit("revert")
+    resumed, _ = index(repo, db)
+    fresh, _ = index(repo, tmp_path / "fresh.duckdb")
+    assert resumed.digest == fresh.digest
+    assert table_dump(db) == table_dump(tmp_path / "fresh.duckdb")
+
+
+def test_an_update_follows_files_turning_into_links_and_submodules(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({**STARTER, "pkg/extra.py": "def extra():\n    return 3\n",
+                      "vendor/lib.py": "def lib():\n    return 4\n"})
+    db = tmp_path / "index.duckdb"
+    index(repo, db)
+    repo.remove("pkg/extra.py")
+    (repo.path / "pkg/extra.py").symlink_to("util.py")
+    repo.remove("vendor/lib.py")
+    repo.git("add", "-A")
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{'2' * 40},vendor")
+    repo.git("commit", "-q", "-m", "link and submodule")
+    updated, _ = index(repo, db)
+    fresh, _ = index(repo, tmp_path / "fresh.duckdb")
+    assert updated.incremental and updated.changes["removed"] == 2
+    assert updated.digest == fresh.digest
+    assert table_dump(db) == table_dump(tmp_path / "fresh.duckdb")
+    status = {row[0]: row[6] for row in table_dump(db)["files"]}
+    assert status["pkg/extra.py"] == "symlink (not followed)"
+    assert status["vendor"] == "submodule (not indexed)"

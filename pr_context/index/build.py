@@ -27,8 +27,11 @@ import pyarrow as pa
 
 from pr_context.embed import Embedder
 from pr_context.git import (
+    SUBMODULE_MODE,
+    SYMLINK_MODE,
     BlobReader,
     Repository,
+    changed_files,
     changed_paths,
     commit_exists,
     commit_file_lists,
@@ -62,10 +65,6 @@ PARSE_CHUNK_FILES = 4  # files per task: small, so a few big files do not idle a
 COCHANGE_MAX_FILES = 30  # larger commits are bulk edits, not evidence of coupling
 EMBED_GROUP = 256  # texts per model call and per committed transaction
 NO_MODEL = "none"
-
-_SYMLINK_MODE = "120000"
-_SUBMODULE_MODE = "160000"
-
 
 @dataclass(frozen=True)
 class IndexOptions:
@@ -151,8 +150,9 @@ def build_index(
     """
     started = time.perf_counter()
     sha = resolve_revision(repo, rev)
-    entries = list_files(repo, sha)
-    policy = _policy_at(repo, entries, options)
+    # A new index file will hold every file; an existing one may need only what changed.
+    entries = list_files(repo, sha) if not db_path.exists() else None
+    policy = _policy_at(repo, sha, entries, options)
     wanted = Manifest(
         schema_version=SCHEMA_VERSION,
         parser_version=PARSER_VERSION,
@@ -169,16 +169,13 @@ def build_index(
 
     keep_texts = embedder is not None
     with BlobReader(repo) as blobs, _ParsePool(options.parse_workers) as parsers:
-        # A new index file will hold every file: parsing starts before it is created.
+        # Parsing every file of a new index starts before DuckDB creates the file.
         early = (_Parse(entries, blobs, policy, progress, parsers, keep_texts)
-                 if not db_path.exists() else None)
+                 if entries is not None else None)
         with IndexStore.open(db_path, wanted, warn) as store:
             previous = _usable_previous(repo, store, warn)
-            known = store.file_blobs()
-            current = {e.path: e.blob_sha for e in entries}
-            removed = [p for p, blob in known.items() if current.get(p) != blob]
-            to_parse = [e for e in entries if known.get(e.path) != e.blob_sha]
-            parse = (early if early is not None and not known
+            removed, to_parse = _changes(repo, store, previous, sha, entries)
+            parse = (early if early is not None and len(to_parse) == len(entries or ())
                      else _Parse(to_parse, blobs, policy, progress, parsers, keep_texts))
             rows = parse.rows()
             parsers.stop()
@@ -216,15 +213,33 @@ def build_index(
             )
 
 
-def _policy_at(repo: Repository, entries: Sequence[FileEntry],
+def _policy_at(repo: Repository, sha: Sha, entries: Sequence[FileEntry] | None,
                options: IndexOptions) -> PathPolicy:
     """The path policy: the config file at the indexed revision, plus CLI globs."""
     text = options.config_text
     if text is None:
-        config = next((e for e in entries if e.path == CONFIG_PATH), None)
+        listed = entries if entries is not None else list_files(repo, sha, [CONFIG_PATH])
+        config = next((e for e in listed if e.path == CONFIG_PATH), None)
         if config is not None:
             text = decode_text(read_blob(repo, config.blob_sha))[0]
     return policy_from_config(text, options.include, options.exclude)
+
+
+def _changes(repo: Repository, store: IndexStore, previous: str | None, sha: Sha,
+             entries: list[FileEntry] | None) -> tuple[list[str], list[FileEntry]]:
+    """The paths whose rows go, and the files to parse.
+
+    An index that holds ``previous`` whole is updated from the diff of the two trees, so
+    the cost follows the diff; otherwise (a new file, an interrupted build) the index's
+    rows are compared with a listing of every file.
+    """
+    if previous is not None and entries is None:
+        return changed_files(repo, Sha(previous), sha)
+    entries = entries if entries is not None else list_files(repo, sha)
+    known = store.file_blobs()
+    current = {e.path: e.blob_sha for e in entries}
+    removed = [p for p, blob in known.items() if current.get(p) != blob]
+    return removed, [e for e in entries if known.get(e.path) != e.blob_sha]
 
 
 def _usable_previous(repo: Repository, store: IndexStore,
@@ -371,9 +386,9 @@ class _ParsePool:
 
 
 def _skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
-    if entry.mode == _SYMLINK_MODE:
+    if entry.mode == SYMLINK_MODE:
         return "symlink (not followed)"
-    if entry.mode == _SUBMODULE_MODE:
+    if entry.mode == SUBMODULE_MODE:
         return "submodule (not indexed)"
     return skip_reason_for_path(policy, entry.path, entry.size)
 

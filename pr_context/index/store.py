@@ -85,6 +85,7 @@ class IndexStore:
         self.path = path
         self._con = connection
         self.manifest = manifest  # None for a new or reset file
+        self._has_vectors_table: bool | None = None  # known once asked, or once created
 
     # -- opening -----------------------------------------------------------------
 
@@ -189,10 +190,15 @@ class IndexStore:
     def replace_paths(self, removed: Iterable[str], rows: dict[str, pa.Table]) -> None:
         """In one transaction: drop every row of ``removed`` paths, insert ``rows``.
 
-        ``rows`` carries each new path's ``file_digests`` row with its other rows.
+        ``rows`` carries each new path's ``file_digests`` row with its other rows. The
+        manifest loses its revision in the same transaction (``write_manifest`` names the
+        new one): until then the file holds no revision whole, and an interrupted build
+        is completed from a full listing, never from a diff against the old revision.
         """
         removed = sorted(set(removed))
         with self._transaction():
+            self._con.execute("UPDATE manifest SET value = '' "
+                              "WHERE key IN ('revision', 'build_id', 'built_at')")
             if removed:
                 self._delete_paths(removed)
             for table, arrow in rows.items():
@@ -256,6 +262,7 @@ class IndexStore:
                     pa.array(vectors.astype(np.float32).ravel()), dimension),
             })
             self._insert_arrow("embeddings", arrow)
+        self._has_vectors_table = True
 
     def prune_embeddings(self) -> None:
         """Drop vectors no chunk uses any more."""
@@ -321,7 +328,9 @@ class IndexStore:
         self._con.unregister("new_rows")
 
     def _has_embeddings_table(self) -> bool:
-        return _table_exists(self._con, "embeddings")
+        if self._has_vectors_table is None:
+            self._has_vectors_table = "embeddings" in _table_names(self._con)
+        return self._has_vectors_table
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._con, self.path)
@@ -359,7 +368,7 @@ def _connect(path: Path, warn: Callable[[str], None]) -> duckdb.DuckDBPyConnecti
 
 def _read_manifest(con: duckdb.DuckDBPyConnection) -> Manifest | None:
     """The manifest of a file written by this schema, else None. Raises duckdb.Error."""
-    if not (_table_exists(con, "manifest") and _table_exists(con, "schema_migrations")):
+    if not {"manifest", "schema_migrations"} <= _table_names(con):
         return None
     applied = [n for (n,) in con.execute(
         "SELECT name FROM schema_migrations ORDER BY version").fetchall()]
@@ -403,10 +412,7 @@ def _reset(con: duckdb.DuckDBPyConnection, path: Path, reason: str,
            ) -> duckdb.DuckDBPyConnection:
     """Empty the file for a full rebuild, keeping content-addressed vectors if allowed."""
     warn(f"rebuilding index {path}: {reason}")
-    tables = [t for (t,) in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'"
-    ).fetchall()]
-    for table in tables:
+    for table in sorted(_table_names(con)):
         if not (keep_embeddings and table == "embeddings"):
             con.execute(f'DROP TABLE "{table}"')
     return con
@@ -450,11 +456,10 @@ def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(row[0][0])
 
 
-def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+def _table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     # duckdb_tables() answers in a fraction of the time information_schema takes.
-    row = con.execute("SELECT count(*) FROM duckdb_tables() "
-                      "WHERE schema_name = 'main' AND table_name = ?", (name,)).fetchall()
-    return bool(row[0][0])
+    return {name for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
 
 
 def _first_line(exc: BaseException) -> str:
