@@ -273,7 +273,9 @@ class _Parse:
         self._progress = progress
         self._pending: deque[_ParseJob] = deque()  # queued; result not taken yet
         progress.start("parsing files", len(entries))
-        parsers.start(entries)
+        if parsers.start(entries):
+            # Largest first: the last tasks are small, so both workers finish together.
+            entries = sorted(entries, key=lambda e: -e.size)
         self._results = parsers.map(self._read(entries, blobs, policy), keep_texts)
 
     def _read(self, entries: Sequence[FileEntry], blobs: BlobReader,
@@ -351,15 +353,18 @@ class _ParsePool:
         self._workers = min(workers, os.cpu_count() or 1)
         self._pool: ProcessPoolExecutor | None = None
 
-    def start(self, entries: Sequence[FileEntry]) -> None:
-        """Start the workers, unless they run already or ``entries`` are too few."""
-        if self._pool is not None or self._workers < 2 or len(entries) < PARALLEL_MIN_FILES:
-            return
+    def start(self, entries: Sequence[FileEntry]) -> bool:
+        """Start the workers unless ``entries`` are too few; True when workers run."""
+        if self._pool is not None:
+            return True
+        if self._workers < 2 or len(entries) < PARALLEL_MIN_FILES:
+            return False
         # A worker lives for one build and makes few reference cycles: the cyclic
         # collector would only rescan the parse's short-lived records again and again.
         self._pool = ProcessPoolExecutor(
             self._workers, mp_context=multiprocessing.get_context("fork"),
             initializer=gc.disable)
+        return True
 
     def map(self, jobs: Iterator[_ParseJob], keep_texts: bool) -> Iterator[_FileRows]:
         """Parse results in the order of ``jobs``. Workers are handed every job at once;
