@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from pr_context.errors import ConfigError
@@ -119,13 +117,12 @@ def test_skip_reason_for_content(path: str, data: bytes, reason: str | None) -> 
     assert skip_reason_for_content(_DEFAULT, path, data) == reason
 
 
-def test_five_megabyte_minified_bundle_is_skipped_quickly() -> None:
+def test_five_megabyte_minified_bundle_is_skipped() -> None:
+    # Under the size limit, so only the content test can reject it.
     bundle = b"!function(e){var t={};function n(r){return t[r]}}(this);" * 90_000
     assert len(bundle) > 5_000_000
     policy = PathPolicy(max_file_bytes=10 * len(bundle))
-    started = time.perf_counter()
     assert skip_reason_for_content(policy, "static/app.js", bundle) == "minified"
-    assert time.perf_counter() - started < 0.05
 
 
 @pytest.mark.parametrize(

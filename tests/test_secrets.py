@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from pr_context.secrets import REDACTED, redact_secrets
+from pr_context.secrets import REDACTED, contains_secrets, redact_secrets
 
 # Assembled at run time so this file does not itself trip secret scanners.
 _GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -114,11 +113,10 @@ def test_line_count_is_preserved_in_a_mixed_file() -> None:
     assert redacted.endswith("plain line\n")
 
 
-def test_one_megabyte_of_code_is_fast() -> None:
+def test_a_megabyte_of_code_without_secrets_is_left_alone() -> None:
+    # Speed is measured by evals/bench_index.py, not here; this guards the result.
     source = Path(__file__).resolve().parents[1] / "pr_context" / "policy.py"
     code = source.read_text(encoding="utf-8")
     text = (code * (1_000_000 // len(code) + 1))[:1_000_000]
-    started = time.perf_counter()
+    assert not contains_secrets(text)
     assert redact_secrets(text) == text
-    # ~20 ms measured on one core; the bound leaves room for slow CI machines.
-    assert time.perf_counter() - started < 0.5
