@@ -292,6 +292,25 @@ def test_config_file_in_repository_sets_path_policy(make_repo: Callable[..., Git
     assert "config" in files["web/app.ts"][6]
 
 
+def test_an_update_reads_the_config_file_at_the_new_revision(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({**STARTER, ".github/pr-context.yml": "index:\n  max_file_kb: 500\n"})
+    db = tmp_path / "index.duckdb"
+    index(repo, db)
+    repo.write("pkg/extra.py", "def extra():\n    return 3\n")
+    repo.commit("unrelated to the config")
+    same_policy, progress = index(repo, db)
+    assert same_policy.incremental and not progress.warnings
+    repo.write(".github/pr-context.yml", "index:\n  exclude: ['web/**']\n")
+    repo.commit("exclude web")
+    rebuilt, progress = index(repo, db)
+    fresh, _ = index(repo, tmp_path / "fresh.duckdb")
+    assert not rebuilt.incremental and "other settings" in " ".join(progress.warnings)
+    assert rebuilt.digest == fresh.digest
+    files = {row[0]: row for row in table_dump(db)["files"]}
+    assert files["web/app.ts"][5] == "skipped"
+
+
 def test_secrets_never_reach_chunk_text(make_repo: Callable[..., GitRepo],
                                         tmp_path: Path) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
