@@ -48,10 +48,11 @@ _STATUS: dict[str, ChangeStatus] = {
     "T": "type_changed",
 }
 
+SYMLINK_MODE = "120000"  # tree entry modes that are not regular files
+SUBMODULE_MODE = "160000"
+
 # Read-only commands: trust the directory whoever owns it (Actions workspaces are owned
 # by another user), never page, never prompt, never quote non-ASCII paths.
-SYMLINK_MODE = "120000"
-SUBMODULE_MODE = "160000"
 _GIT_CONFIG = ("-c", "safe.directory=*", "-c", "core.quotepath=off", "--no-pager")
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
 
