@@ -1,3 +1,3 @@
-from pr_context.cli import main
+from pr_context.cli import run
 
-main()
+run()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -380,6 +383,29 @@ def test_cli_json_contract(make_repo: Callable[..., GitRepo], tmp_path: Path) ->
                 "reused", "incremental", "seconds", "digest"):
         assert key in data
     assert len(data["revision"]) == 40 and data["incremental"] is False
+
+
+def test_the_console_entry_point_flushes_its_output_and_keeps_the_exit_code(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    # `python -m pr_context` runs what the `pr-context` script runs: `run`, which leaves
+    # through os._exit, so nothing may be lost between the last write and the exit.
+    repo = make_repo(STARTER)
+
+    def console(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pr_context", *args], capture_output=True,
+                              text=True, check=False, cwd=tmp_path)
+
+    done = console("index", "--repo", str(repo.path), "--db", str(tmp_path / "i.duckdb"),
+                   "--json", "--no-embeddings")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["files"] == len(STARTER)
+    failed = console("index", "--repo", str(tmp_path / "missing"), "--db",
+                     str(tmp_path / "j.duckdb"))
+    assert failed.returncode == 2
+    assert failed.stderr.strip().endswith("(no such directory)")
+    with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as config:
+        scripts = tomllib.load(config)["project"]["scripts"]
+    assert scripts == {"pr-context": "pr_context.cli:run"}
 
 
 @pytest.mark.parametrize(
