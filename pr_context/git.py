@@ -33,6 +33,7 @@ __all__ = [
     "merge_base",
     "open_repository",
     "read_blob",
+    "read_file_at",
     "resolve_revision",
     "unified_diff",
 ]
@@ -170,11 +171,9 @@ def fetch(repo: Repository, remote: str, refspecs: Sequence[str],
     _run(repo.path, ["fetch", "--no-tags", "--quiet", remote, *refspecs], env=env)
 
 
-def list_files(repo: Repository, sha: Sha, paths: Sequence[str] = ()) -> list[FileEntry]:
-    """Every file in the tree of ``sha`` (or those of ``paths``, taken literally), sorted
-    by path; submodules and symlinks included."""
-    out = _run(repo.path, ["ls-tree", "-r", "-z", "--long", "--full-tree", sha, "--", *paths],
-               env={"GIT_LITERAL_PATHSPECS": "1"})
+def list_files(repo: Repository, sha: Sha) -> list[FileEntry]:
+    """Every file in the tree of ``sha``, sorted by path; submodules and symlinks included."""
+    out = _run(repo.path, ["ls-tree", "-r", "-z", "--long", "--full-tree", sha])
     entries = []
     for record in out.split(b"\0"):
         if not record:
@@ -233,6 +232,15 @@ def _blob_sizes(repo: Repository, blobs: Sequence[str]) -> dict[str, int]:
 def read_blob(repo: Repository, blob_sha: str) -> bytes:
     """The content of one blob; use BlobReader for many."""
     return _run(repo.path, ["cat-file", "blob", blob_sha])
+
+
+def read_file_at(repo: Repository, sha: Sha, path: str) -> bytes | None:
+    """The content of the file at ``path`` in the tree of ``sha``, None when there is
+    none (no such path, or a directory there)."""
+    try:
+        return read_blob(repo, f"{sha}:{path}")
+    except GitError:
+        return None
 
 
 class BlobReader:

@@ -44,7 +44,7 @@ from pr_context.git import (
     has_remote,
     merge_base,
     open_repository,
-    read_blob,
+    read_file_at,
 )
 from pr_context.index.build import NO_MODEL, IndexOptions, build_index
 from pr_context.index.schema import SCHEMA_VERSION
@@ -296,12 +296,10 @@ def _review_options(settings: ActionSettings, env: ActionEnv, repo: Repository,
 
 def _config_at(repo: Repository, revision: Sha, path: str) -> str:
     """The config file's text at ``revision`` ("" when absent), never the PR's version."""
-    try:
-        data = read_blob(repo, f"{revision}:{path}")
-    except GitError:  # no such path at that revision
+    data = read_file_at(repo, revision, path)
+    if data is None:
         if path != CONFIG_PATH:
-            raise BadInputError(f"config file {path} does not exist at {revision[:12]}"
-                                ) from None
+            raise BadInputError(f"config file {path} does not exist at {revision[:12]}")
         return ""
     return data.decode("utf-8", "replace")
 

@@ -13,7 +13,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
@@ -27,7 +27,7 @@ from pr_context.git import (
     commit_exists,
     commit_file_lists,
     list_files,
-    read_blob,
+    read_file_at,
     resolve_revision,
 )
 from pr_context.index.parsing import ParsePool, Parsing, Rows
@@ -101,7 +101,7 @@ def build_index(
     sha = resolve_revision(repo, rev)
     # A new index file will hold every file; an existing one may need only what changed.
     entries = list_files(repo, sha) if not db_path.exists() else None
-    policy = _policy_at(repo, sha, entries, options)
+    policy = _policy_at(repo, sha, options)
     wanted = Manifest(
         schema_version=SCHEMA_VERSION,
         parser_version=PARSER_VERSION,
@@ -162,15 +162,12 @@ def build_index(
             )
 
 
-def _policy_at(repo: Repository, sha: Sha, entries: Sequence[FileEntry] | None,
-               options: IndexOptions) -> PathPolicy:
+def _policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
     """The path policy: the config file at the indexed revision, plus CLI globs."""
     text = options.config_text
     if text is None:
-        listed = entries if entries is not None else list_files(repo, sha, [CONFIG_PATH])
-        config = next((e for e in listed if e.path == CONFIG_PATH), None)
-        if config is not None:
-            text = decode_text(read_blob(repo, config.blob_sha))[0]
+        data = read_file_at(repo, sha, CONFIG_PATH)
+        text = decode_text(data)[0] if data is not None else None
     return policy_from_config(text, options.include, options.exclude)
 
 
