@@ -124,7 +124,8 @@ def build_index(
         with IndexStore.open(db_path, wanted, warn) as store:
             previous = _usable_previous(repo, store, warn)
             removed, to_parse = _changes(repo, store, previous, sha, entries)
-            parse = (early if early is not None and len(to_parse) == len(entries or ())
+            # A new file holds no rows: what it must parse is every listed file.
+            parse = (early if early is not None
                      else Parsing(to_parse, blobs, policy, progress, parsers, keep_texts))
             rows = parse.rows()
             parsers.stop()
@@ -179,7 +180,7 @@ def _changes(repo: Repository, store: IndexStore, previous: str | None, sha: Sha
     the cost follows the diff; otherwise (a new file, an interrupted build) the index's
     rows are compared with a listing of every file.
     """
-    if previous is not None and entries is None:
+    if previous is not None:
         return changed_files(repo, Sha(previous), sha)
     entries = entries if entries is not None else list_files(repo, sha)
     known = store.file_blobs()

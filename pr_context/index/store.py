@@ -206,8 +206,8 @@ class IndexStore:
                     self._insert_arrow(table, arrow)
 
     def _delete_paths(self, paths: list[str]) -> None:
-        # A short list of constants lets DuckDB skip row groups by their path range: a
-        # small update need not scan every table.
+        # A short list of constants is a filter DuckDB applies while scanning (and checks
+        # against each row group's path range), cheaper than a join for a small update.
         listed = len(paths) <= _LISTED_PATHS
         if listed:
             where = f"path IN ({', '.join('?' * len(paths))})"
@@ -451,9 +451,7 @@ def _insert_manifest(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> None
 
 
 def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute("SELECT count(*) FROM duckdb_tables() "
-                      "WHERE schema_name = 'main' AND table_name != 'embeddings'").fetchall()
-    return bool(row[0][0])
+    return bool(_table_names(con) - {"embeddings"})
 
 
 def _table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
