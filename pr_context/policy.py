@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -267,7 +268,7 @@ def _check_globs(globs: tuple[str, ...]) -> None:
             raise ConfigError(f"{CONFIG_PATH}: invalid glob {glob!r}: {exc}") from exc
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)
 def _spec(globs: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(globs)
 
@@ -285,7 +286,7 @@ def _matching_glob(globs: tuple[str, ...], path: str) -> str | None:
 def _default_exclusion(policy: PathPolicy, path: str) -> str | None:
     if not policy.use_default_excludes:
         return None
-    glob = _matching_glob(DEFAULT_EXCLUDES, path)
+    glob = _default_glob(path)
     if glob is None or _spec(_targeted_includes(policy.include)).match_file(path):
         return None
     return glob
@@ -294,7 +295,28 @@ def _default_exclusion(policy: PathPolicy, path: str) -> str | None:
 @lru_cache(maxsize=64)
 def _targeted_includes(include: tuple[str, ...]) -> tuple[str, ...]:
     """Include globs that, read as paths, are themselves default-excluded."""
-    return tuple(g for g in include if _matching_glob(DEFAULT_EXCLUDES, g.lstrip("/")))
+    return tuple(g for g in include if _default_glob(g.lstrip("/")))
+
+
+def _default_glob(path: str) -> str | None:
+    """The default exclusion that decides ``path`` under gitignore rules, or None.
+
+    A path meets few of the many default globs: only those whose fixed text the path
+    holds (``node_modules``, ``.min.js``), which every path they match must hold, are
+    compiled and tried. Globs that cannot match do not change gitignore's decision.
+    """
+    return _matching_glob(tuple(g for g, fixed in _DEFAULT_FIXED_TEXT if fixed in path), path)
+
+
+def _fixed_text(glob: str) -> str:
+    """The longest run of ``glob`` that every path it matches contains ("" if unsure)."""
+    if "\\" in glob:
+        return ""
+    runs = re.split(r"\*+|\?|\[[^\]]*\]", glob)
+    return max((run.strip("/") for run in runs), key=len)
+
+
+_DEFAULT_FIXED_TEXT = tuple((glob, _fixed_text(glob)) for glob in DEFAULT_EXCLUDES)
 
 
 def _looks_binary(head: bytes) -> bool:

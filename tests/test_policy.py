@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import pathspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pr_context.errors import ConfigError
 from pr_context.policy import (
+    DEFAULT_EXCLUDES,
     MAX_FILE_BYTES,
     PathPolicy,
+    _default_glob,
     decode_text,
     policy_from_config,
     skip_reason_for_content,
@@ -200,3 +205,23 @@ def test_fingerprint_is_stable_and_sensitive() -> None:
     }
     assert len(variants) == 5
     assert PathPolicy(include=("a",)).describe()["include"] == ["a"]
+
+
+_GLOB_WORDS = sorted({w for g in DEFAULT_EXCLUDES for w in g.replace("*", "x").split("/") if w})
+_SEGMENTS = st.sampled_from([*_GLOB_WORDS, *(w.upper() for w in _GLOB_WORDS), "src", "a",
+                             "pkg.py", "x.min.js.txt", "venvx", "build"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_SEGMENTS, min_size=1, max_size=4), st.sampled_from(["", "z", "/f.py"]))
+def test_default_exclusion_agrees_with_gitignore_over_all_globs(segments: list[str],
+                                                                 tail: str) -> None:
+    # Only the default globs whose fixed text a path holds are tried: the decision must
+    # stay the one gitignore takes over the whole list, the glob it names included.
+    path = "/".join(segments) + tail
+    spec = pathspec.GitIgnoreSpec.from_lines(DEFAULT_EXCLUDES)
+    result = spec.check_file(path)
+    expected = DEFAULT_EXCLUDES[result.index] if result.include and result.index is not None \
+        else None
+    assert _default_glob(path) == expected
+
