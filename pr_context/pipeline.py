@@ -20,7 +20,7 @@ from pr_context.progress import Progress
 from pr_context.retrieve import DEFAULT_K, SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from pr_context.retrieve.fusion import intent_words
-from pr_context.retrieve.tokens import plain_words, proper_names
+from pr_context.retrieve.tokens import plain_words, proper_names, technology_names
 
 __all__ = ["Searcher", "embedder_for", "existing_model"]
 
@@ -78,6 +78,7 @@ class Searcher:
         rare = frozenset(w for w in [*plain_words(query), *names]
                          if self.embedder is not None and w.lower() not in skip
                          and self.embedder.word_pieces(w) > 1)
+        rare |= frozenset(technology_names(query))
         return search(corpus, query, k, self.query_vector(corpus, query), path_context, rare)
 
     def query_vector(self, corpus: SearchCorpus, query: str) -> np.ndarray | None:

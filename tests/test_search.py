@@ -16,7 +16,13 @@ from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.signals import bm25_scores
-from pr_context.retrieve.tokens import identifiers, proper_names, stem, tokenize
+from pr_context.retrieve.tokens import (
+    identifiers,
+    proper_names,
+    stem,
+    technology_names,
+    tokenize,
+)
 from tests.conftest import GitRepo
 from tests.fakes import FakeEmbedder
 
@@ -167,6 +173,29 @@ def test_a_product_name_the_codebase_never_uses_means_nothing_relevant(
     outcome = run(shop, "keep the refresh token of each session in MongoDatabase")
     assert outcome.hits == []
     assert outcome.message == "nothing relevant: the codebase never mentions 'MongoDatabase'"
+
+
+def test_a_technology_the_codebase_never_names_means_nothing_relevant(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    # "pdf" and "csv" are whole words to the embedding tokenizer, so only the list of
+    # formats and services knows they name something the code would have to work with.
+    repo = make_repo({**FILES, "shop/export.py": (
+        'def export_sessions_csv(sessions):\n'
+        '    """Write each session\'s user and refresh token as a CSV row."""\n'
+        '    return [f"{s.user},{s.token}" for s in sessions]\n')})
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    corpus = searcher.corpus(open_repository(repo.path), "HEAD", tmp_path / "t.duckdb")
+    refused = searcher.search(corpus, "export each session's refresh token to a PDF report")
+    assert refused.hits == []
+    assert refused.message == "nothing relevant: the codebase never mentions 'PDF'"
+    named = searcher.search(corpus, "export each session's refresh token to a CSV report")
+    assert named.message is None
+    assert named.hits[0].symbol == "shop.export.export_sessions_csv"
+
+
+def test_technology_names_are_the_listed_ones_written_in_prose() -> None:
+    query = "send the PDF through Kafka, not `csv_rows` or pdf.write(), from behind nginx"
+    assert technology_names(query) == ["PDF", "Kafka"]
 
 
 def test_proper_names_are_capitalised_compounds_in_prose() -> None:

@@ -102,8 +102,9 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
     """The ``k`` best chunks for ``query``, or none with a message when nothing is relevant.
 
     ``rare_words`` are the query's prose words and product names that are rare in
-    general English (the embedding tokenizer splits them); one the codebase never uses,
-    or uses only in chunks unrelated to the query, names a concept it does not have.
+    general English (the embedding tokenizer splits them) and the formats, protocols and
+    services it names (``TECHNOLOGY_NAMES``); one the codebase never uses, or uses only
+    in chunks unrelated to the query, names a concept it does not have.
     """
     intent = detect_intent(query)
     cosines = cosine_scores(corpus, query_vector)

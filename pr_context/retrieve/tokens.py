@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOPWORDS", "identifiers", "plain_words", "proper_names", "stem", "tokenize"]
+__all__ = [
+    "STOPWORDS",
+    "TECHNOLOGY_NAMES",
+    "identifiers",
+    "plain_words",
+    "proper_names",
+    "stem",
+    "technology_names",
+    "tokenize",
+]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Boundaries inside an identifier: lower->Upper, UPPER->Upper+lower, letter<->digit.
@@ -81,6 +90,29 @@ def proper_names(text: str) -> list[str]:
     the codebase defines is for the caller to decide.
     """
     return list(dict.fromkeys(m.group() for m in _PROPER_NAME.finditer(text)))
+
+
+# File formats, data stores, protocols and services a question may ask the code to work
+# with. A codebase that never names one does not work with it, however common the word
+# is: the embedding tokenizer knows "pdf" or "kafka" whole, so the rare-word test misses
+# them. Not everyday English words, and not where code runs (docker, nginx, aws, gpu):
+# those are named as context ("behind nginx, how do I...") as often as asked for.
+TECHNOLOGY_NAMES = frozenset("""
+    pdf csv tsv xml xlsx xls docx pptx odt epub latex protobuf avro parquet hdf5 msgpack
+    bson sql sqlite mysql postgres postgresql mariadb mongodb redis memcached cassandra
+    dynamodb elasticsearch opensearch neo4j couchdb influxdb clickhouse bigquery kafka
+    rabbitmq amqp mqtt zeromq zmq celery sqs s3 gcs smtp imap pop3 ftp sftp ldap saml
+    oauth oauth2 openid jwt grpc graphql websocket websockets soap webdav prometheus
+    grafana opentelemetry statsd datadog sentry bcrypt argon2 scrypt pbkdf2 totp hotp 2fa
+    sms llm openai chatgpt twilio
+""".split())
+_PROSE_WORD = re.compile(r"(?<![\w.`])[A-Za-z0-9][A-Za-z0-9]+(?![\w.`(])")
+
+
+def technology_names(text: str) -> list[str]:
+    """The ``TECHNOLOGY_NAMES`` written in ``text``'s prose, in order, without repeats."""
+    return list(dict.fromkeys(m.group() for m in _PROSE_WORD.finditer(text)
+                              if m.group().lower() in TECHNOLOGY_NAMES))
 
 
 def identifiers(text: str) -> list[str]:
