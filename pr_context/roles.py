@@ -65,6 +65,11 @@ _TEST_SUPPORT_NAME = re.compile(
 # file in a test directory that is not named like a test (``helpers.py``) supports tests.
 _TESTS_BY_LOCATION = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx"})
 _HELPER_STEM = re.compile(r"(?i).*(?:helper|util|setup|support|fixture|mock|fake|stub|common).*")
+_TEST_FRAMEWORK = re.compile(
+    r"^[ \t]*(?:import|from)[ \t]+(?:unittest|pytest|nose2?|django\.test|hypothesis)\b"
+    r"|\bTestCase\b", re.MULTILINE)
+_PYTHON_TEST_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def test|^[ \t]*class Test",
+                              re.MULTILINE)
 _EXAMPLE_DIRS = frozenset(
     {"examples", "example", "samples", "sample", "demo", "demos", "docs_src", "cookbook"}
 )
@@ -108,7 +113,9 @@ def classify_path(path: str, text: str) -> Role:
     """The role of the file at ``path`` (repository-relative), given its decoded text.
 
     Only the first ``MARKER_SCAN_LINES`` lines within ``MARKER_SCAN_BYTES`` characters of
-    ``text`` are read (pass ``""`` when the content is unknown). Pure.
+    ``text`` are read for markers, and the whole of it for a test framework in a file
+    named like a test outside a test directory (pass ``""`` when the content is unknown).
+    Pure.
     """
     pure = PurePosixPath(path)
     dirs = frozenset(part.lower() for part in pure.parts[:-1])
@@ -163,7 +170,7 @@ def _test_role(pure: PurePosixPath, dirs: frozenset[str], text: str) -> Role | N
         return "test_support"
     if _TEST_SUPPORT_NAME.fullmatch(name):
         return "test" if _defines_python_tests(name, text) else "test_support"
-    if _TEST_NAME.fullmatch(name):
+    if _TEST_NAME.fullmatch(name) and _named_test_is_test(name, dirs, text):
         return "test"
     if not dirs & _TEST_DIRS:
         return None
@@ -172,6 +179,24 @@ def _test_role(pure: PurePosixPath, dirs: frozenset[str], text: str) -> Role | N
     if pure.suffix in _TESTS_BY_LOCATION and not _HELPER_STEM.fullmatch(pure.stem):
         return "test"
     return "test_support"
+
+
+def _named_test_is_test(name: str, dirs: frozenset[str], text: str) -> bool:
+    """A Python file named like a test outside a test directory, read for evidence.
+
+    ``tests.py`` is Django's test module, which imports ``django.test`` or ``unittest``;
+    elsewhere it is a module *of* tests in another sense (jinja's template tests behind
+    ``is defined``). A ``test_*.py`` among examples may be a script that prints a result.
+    Both are tests only when the whole text imports a test framework, or, among examples,
+    defines a test.
+    """
+    if dirs & _TEST_DIRS or not name.endswith(".py"):
+        return True
+    if name == "tests.py":
+        return bool(_TEST_FRAMEWORK.search(text))
+    if dirs & _EXAMPLE_DIRS:
+        return bool(_TEST_FRAMEWORK.search(text) or _PYTHON_TEST_DEF.search(text))
+    return True
 
 
 def _defines_python_tests(name: str, text: str) -> bool:

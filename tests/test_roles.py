@@ -93,6 +93,19 @@ def test_role_by_path(path: str, role: Role) -> None:
         ("pkg/late.py", "import os\n" * 40 + "# DO NOT EDIT\n", "production"),
         ("tests/test_utils.py", "from pkg import utils\n\ndef test_slug():\n    ...\n", "test"),
         ("tests/test_utils.py", "def make_user():\n    ...\n", "test_support"),
+        # tests.py: Django's test module imports a test framework; jinja's defines the
+        # template tests behind `is defined` (named test_*, and production code)
+        ("polls/tests.py", "from django.test import TestCase\n\nclass QuestionTests(TestCase):\n",
+         "test"),
+        ("app/tests.py", '"""Tests."""\nimport unittest\n', "test"),
+        ("src/jinja2/tests.py", '"""Built-in template tests used with the ``is`` operator."""\n'
+         "def test_odd(value: int) -> bool:\n    return value % 2 == 1\n", "production"),
+        ("app/tests/tests.py", "", "test"),
+        # a test-named example: a test when it defines one, else a script
+        ("examples/basic/test_loop_filter.py", "from jinja2 import Environment\n"
+         "print(Environment().from_string('{{ x }}').render(x=1))\n", "example"),
+        ("examples/app/test_views.py", "def test_index(client):\n    ...\n", "test"),
+        ("examples/tests/test_demo.py", "print('demo')\n", "test"),
     ],
 )
 def test_role_by_content(path: str, head: str, role: Role) -> None:
