@@ -236,7 +236,8 @@ def by_path(items: list[Evidence]) -> dict[str, Evidence]:
                  "uses fixture logged_in (tests/conftest.py)", id="fixture-hop"),
     pytest.param("tests/test_session.py", "naming", "named after shop/session.py", id="naming"),
     pytest.param("tests/test_history.py", "cochange", "in 4 recent commit(s)", id="cochange"),
-    pytest.param("tests/test_words.py", "semantic", "reads like create_session",
+    pytest.param("tests/test_words.py", "semantic",
+                 "tests/test_words.py::test_words reads like create_session",
                  id="semantic-fallback"),
 ])
 def test_each_signal_links_a_test_file(tests_case: Analysis, path: str, signal: str,
@@ -255,6 +256,14 @@ def test_signal_strengths(tests_case: Analysis) -> None:
     assert items["tests/test_session.py"].signals["naming"] == 1.0
     assert set(items["tests/test_session.py"].signals) <= {"naming", "semantic"}
     assert "graph" not in items.get("tests/test_cart.py", items["tests/test_words.py"]).signals
+
+
+def test_semantic_fallback_lists_only_the_closest_unlinked_file(tests_case: Analysis
+                                                                 ) -> None:
+    items = linked(tests_case, "shop.session.create_session")
+    assert [e.path for e in items if set(e.signals) == {"semantic"}] == ["tests/test_words.py"]
+    words = by_path(items)["tests/test_words.py"]
+    assert (words.symbol, words.start_line) == ("tests.test_words.test_words", 1)
 
 
 def test_ranking_orders_signals(tests_case: Analysis) -> None:
