@@ -217,11 +217,12 @@ def withheld_head(clone: Path, case: Mapping[str, Any]) -> str:
                     f"withheld head of {case['head']}", env=env).strip()
 
 
-def run_review(clone: Path, base: str, head: str, db: Path, out: Path) -> dict[str, Any]:
+def run_review(clone: Path, base: str, head: str, db: Path, out: Path,
+               embeddings: bool = False) -> dict[str, Any]:
     """``pr-context review`` through its CLI; returns evidence.json."""
     subprocess.run(["pr-context", "review", "--repo", str(clone), "--base", base,
                     "--head", head, "--db", str(db), "--out", str(out),
-                    "--no-embeddings", "--json", "--quiet"],
+                    *([] if embeddings else ["--no-embeddings"]), "--json", "--quiet"],
                    check=True, capture_output=True, text=True)
     evidence: dict[str, Any] = json.loads((out / "evidence.json").read_text(encoding="utf-8"))
     return evidence
@@ -360,12 +361,14 @@ class CaseResult:
 
 
 def evaluate_case(case: Mapping[str, Any], clone: Path, cache: Path, out: Path,
-                  with_jedi: bool) -> tuple[CaseResult, list[CallerCheck]]:
+                  with_jedi: bool, embeddings: bool = False
+                  ) -> tuple[CaseResult, list[CallerCheck]]:
     started = time.perf_counter()
     head = withheld_head(clone, case)
-    db = cache / "db" / (case["repo"].replace("/", "+") + ".duckdb")
+    suffix = "-model" if embeddings else ""
+    db = cache / "db" / (case["repo"].replace("/", "+") + suffix + ".duckdb")
     db.parent.mkdir(parents=True, exist_ok=True)
-    evidence = run_review(clone, case["base"], head, db, out / case["id"])
+    evidence = run_review(clone, case["base"], head, db, out / case["id"], embeddings)
     symbols = evidence["changed_symbols"]
     result = CaseResult(case["id"], case["repo"], len(symbols))
     files = tree_files(clone, head)
@@ -449,13 +452,20 @@ def _sites(check: CallerCheck, how: str) -> set[tuple[str, int]]:
     return dict(graph=check.graph, lexical=check.lexical, grep=check.grep)[how]
 
 
+_MODES = {
+    False: "`pr-context review --no-embeddings` (lexical and graph evidence only, no model)",
+    True: "`pr-context review` with the default embedding model (as the action runs it)",
+}
+
+
 def render_report(results: Sequence[CaseResult], checks: Sequence[CallerCheck] | None,
-                  command: str) -> str:
+                  command: str, embeddings: bool = False) -> str:
     ok = [r for r in results if r.error is None]
     tests, n_tests = mean(r.tests["pr-context"] for r in ok)
     docs, n_docs = mean(r.docs["pr-context"] for r in ok)
     per_symbol, _ = mean(float(n) for r in ok for n in r.docs_listed)
-    lines = [_HEADER.format(command=command, cases=len(results)), *_metric_rows(results), ""]
+    lines = [_HEADER.format(command=command, cases=len(results), mode=_MODES[embeddings]),
+             *_metric_rows(results), ""]
     lines += ["## Callers against jedi", ""]
     if checks is None:
         lines += ["Not measured in this run (`--no-jedi`).", ""]
@@ -523,7 +533,7 @@ Written by `evals/review/run_review_eval.py`; do not edit by hand. Method and ca
 {cases} real merged changes of public projects (labels in `evals/review/cases.jsonl`:
 SHAs and paths only). For each, a commit on top of the real parent holds only the
 change's Python source files under `src/`; its test and doc changes are withheld.
-`pr-context review --no-embeddings` (lexical and graph evidence only, no model) runs on
+{mode} runs on
 parent..withheld head, and its evidence.json is scored against the test and doc files
 the real change edited that already existed at the parent (added files cannot be
 listed; changelogs are not labels). Baselines run in the same pass on the same trees.
@@ -558,6 +568,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc", type=Path, default=None)
     parser.add_argument("--case", action="append", default=[], help="only this case id")
     parser.add_argument("--no-jedi", action="store_true", help="skip the callers check")
+    parser.add_argument("--embeddings", action="store_true",
+                        help="review with the default embedding model, as the action does "
+                             "(slower: the first case of each repository embeds it)")
     args = parser.parse_args(argv)
     sources = dict(s.split("=", 1) for s in args.source)
     results, checks = [], []
@@ -565,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         clone = scratch_clone(case["repo"], sources.get(case["repo"]), args.cache)
         try:
             result, found = evaluate_case(case, clone, args.cache, args.out,
-                                          not args.no_jedi)
+                                          not args.no_jedi, args.embeddings)
         except subprocess.CalledProcessError as exc:
             result, found = CaseResult(case["id"], case["repo"], 0,
                                        error=(exc.stderr or "").strip()[-300:]), []
@@ -574,9 +587,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{result.id}: tests {result.tests} docs {result.docs} "
               f"callers {len(found)} {result.seconds:.1f}s", file=sys.stderr)
     # --source only says where to clone from; the figures do not depend on it
+    doc = args.doc or Path("docs/review-evaluation.md")
     command = "python evals/review/run_review_eval.py " + " ".join(
-        ["--no-jedi"] * args.no_jedi + ["--doc docs/review-evaluation.md"])
-    report = render_report(results, None if args.no_jedi else checks, command)
+        ["--no-jedi"] * args.no_jedi + ["--embeddings"] * args.embeddings + [f"--doc {doc}"])
+    report = render_report(results, None if args.no_jedi else checks, command,
+                           args.embeddings)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(
         {"cases": [vars(r) for r in results],
