@@ -1,4 +1,4 @@
-"""Which functions, methods and classes a diff changed, and how.
+"""Which functions, methods, classes and module-level variables a diff changed, and how.
 
 ``changed_symbols`` is pure: it maps the lines a unified diff touched onto the
 definition spans of both revisions. ``changed_symbols_between`` is the I/O edge: it asks
@@ -24,6 +24,10 @@ Rules, per file pair (base path -> head path, following git renames):
 - ``cosmetic`` marks a modification of comments, docstrings or whitespace only; for
   Python the code is compared as an AST, so re-indenting a statement into a block is not
   cosmetic.
+- Python module-level variables (``variables.module_variables``: constants, settings,
+  ``__all__``) are symbols of kind ``variable``: ``added``, ``removed``, or ``modified``
+  when the diff touched an assignment to the name and the assigned code differs as an
+  AST (reformatting one is no change).
 """
 
 from __future__ import annotations
@@ -41,9 +45,11 @@ from pr_context.git import BlobReader, PathChange, Repository, changed_paths, un
 from pr_context.languages import CODE_LANGUAGES, language_for_path
 from pr_context.models import Definition, ParsedFile, Sha
 from pr_context.parse import parse_file
+from pr_context.parse.code_paths import module_path
 from pr_context.policy import PathPolicy, decode_text, skip_reason_for_content
 from pr_context.roles import classify_path
 from pr_context.signatures import parameter_changes
+from pr_context.variables import ModuleVariable, module_variables
 
 __all__ = [
     "MAX_CHANGED_FILES",
@@ -179,7 +185,50 @@ def _file_symbols(
             added.append((pair.head, head_side))
         elif (symbol := _pair_symbol(pair, base_side, head_side, old_path)) is not None:
             symbols.append(symbol)
-    return symbols, removed, added
+    return symbols + _variable_symbols(diff, base, head), removed, added
+
+
+# -- module-level variables -----------------------------------------------------------------
+
+
+def _variable_symbols(diff: FileDiff, base: SourceFile | None,
+                      head: SourceFile | None) -> list[ChangedSymbol]:
+    """The module-level variables of a Python file pair that the diff changed."""
+    if "python" not in (language_for_path(diff.path), language_for_path(diff.base_path)):
+        return []
+    before = module_variables(base.text) if base and diff.status != "added" else {}
+    after = module_variables(head.text) if head and diff.status != "deleted" else {}
+    if before is None or after is None:  # a side does not parse: definitions only
+        return []
+    old_module, module = module_path(diff.base_path, "python"), module_path(diff.path, "python")
+    found = []
+    for name, new in after.items():
+        old = before.get(name)
+        touched = bool(new.lines & diff.added_lines or (old and old.lines & diff.removed_lines))
+        if touched and (old is None or old.value != new.value):
+            renamed = old is not None and old_module != module
+            found.append(_variable_symbol(
+                diff.path, diff.old_path if diff.status == "renamed" else None, module, new,
+                "added" if old is None else "modified",
+                f"{old_module}.{name}" if renamed else None, diff.added_lines))
+    found += [_variable_symbol(diff.base_path, None, old_module, old, "removed", None,
+                               diff.removed_lines)
+              for name, old in before.items()
+              if name not in after and old.lines & diff.removed_lines]
+    return found
+
+
+def _variable_symbol(path: str, old_path: str | None, module: str, variable: ModuleVariable,
+                     change: ChangeKind, old_qualified_name: str | None,
+                     touched: frozenset[int]) -> ChangedSymbol:
+    lines = tuple(sorted(variable.lines & touched))
+    return ChangedSymbol(
+        path=path, old_path=old_path, symbol=variable.name,
+        qualified_name=f"{module}.{variable.name}" if module else variable.name,
+        old_qualified_name=old_qualified_name, kind="variable", change=change,
+        cosmetic=False, start_line=variable.start_line, end_line=variable.end_line,
+        old_signature=None, new_signature=None, parameter_changes=(), changed_lines=lines,
+        removed_lines=lines if change == "removed" else ())
 
 
 def _moved_or_one_sided(gone: list[tuple[Definition, _Side]],

@@ -30,6 +30,7 @@ from pr_context.git import (
     unified_diff,
 )
 from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph
+from pr_context.graph.readers import readers_of
 from pr_context.index.build import IndexOptions, IndexResult, build_index
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.links import (
@@ -367,12 +368,20 @@ def _caller_items(change: ChangedSymbol, holder: _Side, head: _Side, pr: _PrDiff
     at_base = holder is not head
     breaking = change.change in _BREAKING_CHANGES
     items = []
-    for caller in callers_of(holder.graph, change.qualified_name):
+    for caller in _callers(change, holder, sources):
         updated = _caller_updated(caller, at_base, head, pr)
         problem = (_call_problem(change, caller, holder, sources)
                    if breaking and not updated else None)
         items.append(_caller_item(0, caller, updated, problem, holder, at_base, pr))
     return _reranked(items)
+
+
+def _callers(change: ChangedSymbol, side: _Side, sources: _Sources) -> list[Caller]:
+    """Call sites of a definition; the sites reading a module-level variable."""
+    if change.kind == "variable":
+        return readers_of(side.graph.tables, change.qualified_name,
+                          lambda path: sources.text(side.sha, path))
+    return callers_of(side.graph, change.qualified_name)
 
 
 def _call_problem(change: ChangedSymbol, caller: Caller, side: _Side,
@@ -431,21 +440,33 @@ class _Sources:
 
     def __init__(self, repo: Repository) -> None:
         self._repo = repo
-        self._lines: dict[tuple[str, str], list[bytes] | None] = {}
+        self._blobs: dict[tuple[str, str], bytes | None] = {}
+        self._lines: dict[tuple[str, str], list[bytes]] = {}
+
+    def text(self, sha: str, path: str) -> str | None:
+        """The whole text of ``path`` at ``sha`` (None: unreadable)."""
+        blob = self._blob(sha, path)
+        return None if blob is None else blob.decode("utf-8", "replace")
 
     def text_from(self, sha: str, path: str, line: int, column: int) -> str | None:
         """The source from 1-based ``line``, byte ``column`` onwards (a few lines)."""
-        key = (sha, path)
-        if key not in self._lines:
-            try:
-                self._lines[key] = read_blob(self._repo, f"{sha}:{path}").splitlines()
-            except GitError:
-                self._lines[key] = None
-        lines = self._lines[key]
-        if lines is None or not 0 < line <= len(lines):
+        if (sha, path) not in self._lines:
+            blob = self._blob(sha, path)
+            self._lines[sha, path] = blob.splitlines() if blob is not None else []
+        lines = self._lines[sha, path]
+        if not 0 < line <= len(lines):
             return None
         window = [lines[line - 1][column:], *lines[line:line + _CALL_LINES]]
         return b"\n".join(window).decode("utf-8", "replace")
+
+    def _blob(self, sha: str, path: str) -> bytes | None:
+        key = (sha, path)
+        if key not in self._blobs:
+            try:
+                self._blobs[key] = read_blob(self._repo, f"{sha}:{path}")
+            except GitError:
+                self._blobs[key] = None
+        return self._blobs[key]
 
 
 def _caller_updated(caller: Caller, at_base: bool, head: _Side, pr: _PrDiff) -> bool:

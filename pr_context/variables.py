@@ -1,0 +1,83 @@
+"""Module-level variables of a Python file: the constants and settings a diff can change.
+
+``DEFAULT_ITERATIONS = 600_000`` or ``__all__ = [...]`` is no definition, yet changing
+it changes behaviour; ``module_variables`` finds such assignments with Python's own
+parser (the text is parsed, never run). Dunder names other than ``__all__``
+(``__version__``, ``__author__``) are metadata and left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+__all__ = ["ModuleVariable", "module_variables"]
+
+_EXPORTS = "__all__"
+
+
+@dataclass(frozen=True)
+class ModuleVariable:
+    """The assignments of one module-level name: lines 1-based, inclusive."""
+
+    name: str
+    start_line: int  # of its first assignment
+    end_line: int  # of its last assignment
+    lines: frozenset[int]  # every line of every assignment to it
+    value: str  # the assigned code as an AST dump: equal when only formatting differs
+
+
+def module_variables(text: str) -> dict[str, ModuleVariable] | None:
+    """Names assigned at module level (also inside top-level ``if``/``try``/``with``).
+
+    None when ``text`` is not valid Python.
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    spans: dict[str, list[ast.stmt]] = {}
+    for statement in _module_statements(tree.body):
+        for name in _assigned_names(statement):
+            if not name.startswith("__") or name == _EXPORTS:
+                spans.setdefault(name, []).append(statement)
+    return {name: _variable(name, statements) for name, statements in spans.items()}
+
+
+def _module_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements run at import time, outside functions and classes."""
+    found: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, ast.If | ast.With):
+            found += _module_statements(statement.body)
+            found += _module_statements(getattr(statement, "orelse", []))
+        elif isinstance(statement, ast.Try):
+            for block in (statement.body, statement.orelse, statement.finalbody,
+                          *(handler.body for handler in statement.handlers)):
+                found += _module_statements(block)
+        else:
+            found.append(statement)
+    return found
+
+
+def _assigned_names(statement: ast.stmt) -> list[str]:
+    if isinstance(statement, ast.Assign):
+        return [n for target in statement.targets for n in _target_names(target)]
+    if isinstance(statement, ast.AnnAssign | ast.AugAssign):
+        return _target_names(statement.target)
+    return []
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for element in target.elts for n in _target_names(element)]
+    return []
+
+
+def _variable(name: str, statements: list[ast.stmt]) -> ModuleVariable:
+    lines = frozenset(line for s in statements
+                      for line in range(s.lineno, (s.end_lineno or s.lineno) + 1))
+    value = "\n".join(ast.dump(s, include_attributes=False) for s in statements)
+    return ModuleVariable(name, min(lines), max(lines), lines, value)
