@@ -24,10 +24,10 @@ Rules, per file pair (base path -> head path, following git renames):
 - ``cosmetic`` marks a modification of comments, docstrings or whitespace only; for
   Python the code is compared as an AST, so re-indenting a statement into a block is not
   cosmetic.
-- Python module-level variables (``variables.module_variables``: constants, settings,
-  ``__all__``) are symbols of kind ``variable``: ``added``, ``removed``, or ``modified``
-  when the diff touched an assignment to the name and the assigned code differs as an
-  AST (reformatting one is no change).
+- Python module-level variables of production files (``variables.module_variables``:
+  constants, settings, ``__all__``) are symbols of kind ``variable``: ``added``,
+  ``removed``, or ``modified`` when the diff touched an assignment to the name and the
+  assigned code differs as an AST (reformatting one is no change).
 """
 
 from __future__ import annotations
@@ -82,6 +82,9 @@ _C_CODE = re.compile(
     r'(?P<s>"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`|\'(?:\\.|[^\'\\\n])*\')'
     r"|(?P<c>//[^\n]*|/\*[\s\S]*?\*/)|(?P<w>\s+)")
 _WORD_CHAR = re.compile(r"\w")
+# Module-level variables are reported in library code only: the globals of an example
+# script, a test module or docs/conf.py are settings of that file alone.
+_VARIABLE_ROLES = frozenset({"production"})
 _NAME_SLOT = "\0"
 
 
@@ -196,6 +199,8 @@ def _variable_symbols(diff: FileDiff, base: SourceFile | None,
     """The module-level variables of a Python file pair that the diff changed."""
     if "python" not in (language_for_path(diff.path), language_for_path(diff.base_path)):
         return []
+    if not any(f is not None and f.parsed.role in _VARIABLE_ROLES for f in (base, head)):
+        return []  # a script's, a test's or a Sphinx conf.py's globals are no API
     before = module_variables(base.text) if base and diff.status != "added" else {}
     after = module_variables(head.text) if head and diff.status != "deleted" else {}
     if before is None or after is None:  # a side does not parse: definitions only

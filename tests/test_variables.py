@@ -191,3 +191,13 @@ def test_review_of_a_changed_constant_lists_its_readers_and_tests(
 @pytest.mark.parametrize("name", ["__version__", "__author__"])
 def test_dunder_metadata_is_no_variable(name: str) -> None:
     assert module_variables(f"{name} = 'x'\n") == {}
+
+
+@pytest.mark.parametrize("path", ["docs/conf.py", "examples/app.py", "tests/test_app.py",
+                                  "tests/conftest.py"])
+def test_globals_outside_library_code_are_no_symbols(make_repo: Callable[..., GitRepo],
+                                                     path: str) -> None:
+    repo = make_repo({path: "project = 'demo'\nLIMIT = 1\n"})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write(path, "project = 'demo2'\nLIMIT = 2\n")
+    assert _changes(repo, base) == {}
