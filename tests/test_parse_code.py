@@ -221,6 +221,28 @@ def test_definition_details(
     )
 
 
+@pytest.mark.parametrize(("language", "path", "source", "signature"), [
+    ("python", "pkg/ctx.py",
+     "def call(\n    __self,  # the context\n    *args: t.Any,\n"
+     "    **kwargs: t.Any,  # noqa: B902\n) -> t.Any:\n    return 1\n",
+     "def call( __self, *args: t.Any, **kwargs: t.Any, ) -> t.Any"),
+    ("python", "pkg/ctx.py", "def f(sep='#', n=1):  # type: ignore\n    return sep\n",
+     "def f(sep='#', n=1)"),
+    ("typescript", "src/ctx.ts",
+     "export function call(a: number, /* legacy */ b: string, // trailing\n c = 1): void {}\n",
+     "export function call(a: number, b: string, c = 1): void"),
+    ("java", "src/Ctx.java",
+     "class Ctx {\n  int call(int a, // count\n           String b /* name */) { return a; }\n}\n",
+     "int call(int a, String b )"),
+])
+def test_comments_are_left_out_of_signatures(language: str, path: str, source: str,
+                                             signature: str) -> None:
+    # Joined into one line, a comment would swallow the rest of the signature, and the
+    # review would read the comment as a parameter the callers do not pass.
+    definitions = parse_code(path, source, language, "production").definitions
+    assert definitions[-1].signature == signature
+
+
 # (module, name, alias, level, line) for every import, in order.
 IMPORTS = {
     "python": [

@@ -54,6 +54,7 @@ _TYPE_NAMES = frozenset({"type_identifier", "identifier", "primitive_type", "fie
 # Comments that document the file or the enclosing item, never the next definition.
 _INNER_DOC_PREFIXES = ("//!", "/*!")
 _SIGNATURE_TRAILERS = " \t:;{"
+_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 _QUOTES = "\"'`"
 
 
@@ -303,14 +304,37 @@ def _base_type_name(node: Node, src: bytes) -> str:
 
 
 def _signature(site: Site, src: bytes) -> str:
-    """Declaration text from after the decorators up to the body, whitespace collapsed."""
+    """Declaration text from after the decorators up to the body, whitespace collapsed.
+
+    Comments inside it (``**kwargs: Any,  # noqa: B902``) are left out: once the lines
+    are joined, a comment would swallow the rest of the signature.
+    """
     start = site.signature_byte
     body = site.body
     end = body.start_byte if body is not None and body.start_byte > start else site.outer.end_byte
-    text = " ".join(src[start:end].decode("utf-8", "replace").split())
+    pieces, cursor = [], start
+    for comment_start, comment_end in _comment_spans(site.outer, start, end):
+        pieces.append(src[cursor:comment_start])
+        cursor = comment_end
+    pieces.append(src[cursor:end])
+    text = " ".join(b" ".join(pieces).decode("utf-8", "replace").split())
     if body is None and "{" in text:
         text = text[: text.index("{")]
     return text.rstrip(_SIGNATURE_TRAILERS)
+
+
+def _comment_spans(node: Node, start: int, end: int) -> list[tuple[int, int]]:
+    """Byte spans of the comment nodes under ``node`` that lie within [start, end)."""
+    spans, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        if current.end_byte <= start or current.start_byte >= end:
+            continue
+        if current.type in _COMMENT_TYPES:
+            spans.append((max(current.start_byte, start), min(current.end_byte, end)))
+        else:
+            stack.extend(current.children)
+    return sorted(spans)
 
 
 def _parameters(node: Node, src: bytes, spec: LanguageSpec) -> tuple[str, ...]:
