@@ -665,3 +665,20 @@ def test_sibling_modules(path: str, siblings: set[str]) -> None:
     paths = ["src/pkg/__init__.py", "src/pkg/a.py", "src/pkg/new.py", "src/pkg/_private.py",
              "src/pkg/sub/__init__.py", "src/pkg/sub/deep.py", "src/pkg/notes.md", "README.md"]
     assert sibling_modules(path, paths) == siblings
+
+
+def test_a_bare_dunder_in_a_docstring_names_no_constructor(tmp_path: Path) -> None:
+    # "__init__" in prose names every class's constructor; "Loader.__init__" names one.
+    loader = ('class Loader:\n'
+              '    def __init__(self, path):\n'
+              '        self.path = path\n')
+    base = ('"""Loaders."""\n\n\n'
+            'class Base:\n'
+            '    """Subclass it and call super().__init__ first, as loaders do."""\n\n\n'
+            'class Cache:\n'
+            '    """Wraps a Loader; see Loader.__init__ for the path."""\n\n\n' + loader)
+    case = analyse_edit(tmp_path, {"pkg/__init__.py": "", "pkg/loaders.py": base},
+                        {"pkg/loaders.py": base.replace("(self, path)", "(self, path, ttl)")})
+    found = docs(case, "pkg.loaders.Loader.__init__")
+    assert [(e.path, e.symbol) for e in found if "docstring" in e.signals] == [
+        ("pkg/loaders.py", "pkg.loaders.Cache")]

@@ -281,7 +281,7 @@ def ref_names(ref: DocRef, section: Section, target: Target, docs: LinkIndex,
             return None
     if "." in chain:
         return "mention" if _qualified(chain.replace("::", "."), target) else None
-    if chain != target.name or not target.bare_ok:
+    if chain != target.name or not _bare_may_count(target):
         return None
     if _distinctive_target(target, docs) or _context_names(section.text, target):
         return "mention"
@@ -304,6 +304,11 @@ def text_names(text: str, target: Target, docs: LinkIndex) -> bool:
     qualified = re.search(rf"(?<![\w$])(?:\w+\.)+{re.escape(target.name)}(?![\w$])", text)
     if qualified and _qualified(qualified.group(0), target):
         return True
-    if not target.bare_ok or not word_pattern(target.name).search(text):
+    if not _bare_may_count(target) or not word_pattern(target.name).search(text):
         return False
     return _distinctive_target(target, docs) or _context_names(text, target)
+
+
+def _bare_may_count(target: Target) -> bool:
+    """A bare ``__init__`` or ``__call__`` names every class's: only qualified ones count."""
+    return target.bare_ok and not (target.name.startswith("__") and target.name.endswith("__"))
