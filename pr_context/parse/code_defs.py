@@ -55,6 +55,7 @@ _TYPE_NAMES = frozenset({"type_identifier", "identifier", "primitive_type", "fie
 _INNER_DOC_PREFIXES = ("//!", "/*!")
 _SIGNATURE_TRAILERS = " \t:;{"
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
+_COMMENT_MARKERS = (b"#", b"//", b"/*")  # without one, a signature has no comment to drop
 _QUOTES = "\"'`"
 
 
@@ -313,7 +314,9 @@ def _signature(site: Site, src: bytes) -> str:
     body = site.body
     end = body.start_byte if body is not None and body.start_byte > start else site.outer.end_byte
     pieces, cursor = [], start
-    for comment_start, comment_end in _comment_spans(site.outer, start, end):
+    has_comment = any(marker in src[start:end] for marker in _COMMENT_MARKERS)
+    for comment_start, comment_end in (_comment_spans(site.outer, start, end)
+                                       if has_comment else ()):
         pieces.append(src[cursor:comment_start])
         cursor = comment_end
     pieces.append(src[cursor:end])
