@@ -24,6 +24,9 @@ Rules, per file pair (base path -> head path, following git renames):
 - ``cosmetic`` marks a modification of comments, docstrings or whitespace only; for
   Python the code is compared as an AST, so re-indenting a statement into a block is not
   cosmetic.
+- Python ``@overload`` stubs and TypeScript overload signatures declare one function:
+  however many of them changed, it is one symbol spanning them all, with the
+  implementation's signature (Java's overloads are distinct methods and stay apart).
 - Python module-level variables of production files (``variables.module_variables``:
   constants, settings, ``__all__``) are symbols of kind ``variable``: ``added``,
   ``removed``, or ``modified`` when the diff touched an assignment to the name and the
@@ -37,7 +40,7 @@ import difflib
 import re
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pr_context.diff import FileDiff, parse_patch
@@ -85,6 +88,8 @@ _WORD_CHAR = re.compile(r"\w")
 # Module-level variables are reported in library code only: the globals of an example
 # script, a test module or docs/conf.py are settings of that file alone.
 _VARIABLE_ROLES = frozenset({"production"})
+# Languages whose overloads are declarations of one implementation (see _merged_overloads).
+_ONE_IMPLEMENTATION_LANGUAGES = frozenset({"python", "typescript", "tsx"})
 _NAME_SLOT = "\0"
 
 
@@ -166,7 +171,43 @@ def changed_symbols(
         gone += removed
         new += added
     found += _moved_or_one_sided(gone, new)
-    return sorted(found, key=lambda s: (s.path, s.start_line, s.end_line, s.qualified_name))
+    return sorted(_merged_overloads(found),
+                  key=lambda s: (s.path, s.start_line, s.end_line, s.qualified_name))
+
+
+def _merged_overloads(symbols: list[ChangedSymbol]) -> list[ChangedSymbol]:
+    """One symbol per Python or TypeScript function whose overload declarations changed.
+
+    ``@overload`` stubs and TypeScript overload signatures declare one function, which
+    callers reach by one name: reported once, spanning them all, with the
+    implementation's (the last) signature. Java's overloads are distinct methods: kept.
+    """
+    groups: dict[tuple[str, str], list[ChangedSymbol]] = {}
+    for symbol in symbols:
+        groups.setdefault((symbol.path, symbol.qualified_name), []).append(symbol)
+    merged: list[ChangedSymbol] = []
+    for (path, _name), group in groups.items():
+        if len(group) > 1 and language_for_path(path) in _ONE_IMPLEMENTATION_LANGUAGES:
+            merged.append(_one_function(group))
+        else:
+            merged += group
+    return merged
+
+
+def _one_function(group: list[ChangedSymbol]) -> ChangedSymbol:
+    live = [s for s in group if s.change != "removed"] or group
+    last = max(live, key=lambda s: s.start_line)
+    kinds = {s.change for s in group}
+    change: ChangeKind = (group[0].change if len(kinds) == 1 else
+                          "signature_changed" if "signature_changed" in kinds else "modified")
+    return replace(
+        last, change=change, cosmetic=all(s.cosmetic for s in group),
+        start_line=min(s.start_line for s in live), end_line=max(s.end_line for s in live),
+        old_signature=last.old_signature or next(
+            (s.old_signature for s in reversed(group) if s.old_signature), None),
+        parameter_changes=tuple(dict.fromkeys(p for s in group for p in s.parameter_changes)),
+        changed_lines=tuple(sorted({line for s in live for line in s.changed_lines})),
+        removed_lines=tuple(sorted({line for s in group for line in s.removed_lines})))
 
 
 def _file_symbols(

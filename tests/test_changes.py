@@ -641,6 +641,31 @@ def test_java_overloads_pair_by_signature(make_repo: MakeRepo) -> None:
     assert symbol.parameter_changes == ("added param n",)
 
 
+@pytest.mark.parametrize(("path", "base", "head", "name", "lines"), [
+    ("pkg/m.py",
+     "from typing import overload\n\n\n@overload\ndef f(x: int) -> int: ...\n\n\n"
+     "@overload\ndef f(x: str) -> str: ...\n\n\ndef f(x):\n    return x\n",
+     "from typing import overload\n\n\n@overload\ndef f(x: int, y: int = 0) -> int: ...\n\n\n"
+     "@overload\ndef f(x: str, y: int = 0) -> str: ...\n\n\ndef f(x, y=0):\n    return x\n",
+     "pkg.m.f", (4, 13)),
+    ("src/g.ts",
+     "export function g(a: number): number;\nexport function g(a: string): string;\n"
+     "export function g(a: any): any {\n  return a;\n}\n",
+     "export function g(a: number, b?: number): number;\n"
+     "export function g(a: string, b?: number): string;\n"
+     "export function g(a: any, b?: number): any {\n  return a;\n}\n",
+     "src.g.g", (1, 5)),
+])
+def test_overloads_of_one_function_are_one_symbol(
+        make_repo: MakeRepo, path: str, base: str, head: str, name: str,
+        lines: tuple[int, int]) -> None:
+    [symbol] = _edit(make_repo, {path: base}, {path: head}).symbols
+    assert (symbol.qualified_name, symbol.change) == (name, "signature_changed")
+    assert (symbol.start_line, symbol.end_line) == lines
+    assert symbol.parameter_changes == ("added param y",) if path.endswith(".py") else (
+        "added param b",)
+
+
 # -- the breaking-change radar: does a call still fit the new signature? ---------------------
 
 OLD_SESSION = "def create_session(self, user, token, retries=3, *, timeout=10):"
