@@ -87,9 +87,16 @@ def _parse(text: str) -> ast.Module | None:
 
 def _reads(tree: ast.Module, path: str, module: str, name: str,
            spellings: _Spellings) -> Iterator[Caller]:
+    own: dict[int, frozenset[str]] = {}  # per scope, walked once
+
+    def shadowed(scope: _Scope, name: str) -> bool:
+        if id(scope) not in own:
+            own[id(scope)] = _own_names(scope)
+        return name in own[id(scope)]
+
     for node, scopes in _loads(tree, ()):
         if isinstance(node, ast.Name):
-            if node.id not in spellings.bare or any(node.id in _own_names(s) for s in scopes):
+            if node.id not in spellings.bare or any(shadowed(s, node.id) for s in scopes):
                 continue
             text = node.id
         elif node.attr == name and _dotted(node.value) in spellings.receivers:
