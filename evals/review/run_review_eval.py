@@ -356,6 +356,8 @@ class CaseResult:
     docs: dict[str, float | None] = field(default_factory=dict)
     docs_listed: list[int] = field(default_factory=list)  # doc paths per changed symbol
     baseline_docs_listed: list[int] = field(default_factory=list)
+    tests_listed: list[int] = field(default_factory=list)  # test files per changed symbol
+    tests_edited: list[int] = field(default_factory=list)  # of those, ones the change edited
     seconds: float = 0.0
     error: str | None = None
 
@@ -388,6 +390,9 @@ def evaluate_case(case: Mapping[str, Any], clone: Path, cache: Path, out: Path,
 def _score_tests(result: CaseResult, case: Mapping[str, Any],
                  symbols: Sequence[Mapping[str, Any]], files: Sequence[str]) -> None:
     ranked = union_by_best_rank(s["tests"] for s in symbols)
+    touched = set(case["tests_touched"])
+    result.tests_listed = [len(s["tests"]) for s in symbols]
+    result.tests_edited = [sum(t["path"] in touched for t in s["tests"]) for s in symbols]
     result.tests = {
         "pr-context": recall_at_k(ranked, case["tests_touched"], TEST_K),
         "naming": recall_at_k(naming_tests(case["source_files"], files),
@@ -422,17 +427,29 @@ def _slices(results: Sequence[CaseResult]) -> list[tuple[str, list[CaseResult]]]
 
 def _metric_rows(results: Sequence[CaseResult]) -> Iterator[str]:
     yield ("| repository | cases | symbols | tests R@5 pr-context | tests R@5 naming "
+           "| tests/symbol pr-context | tests listed that were edited "
            "| docs R@3 pr-context | docs R@3 grep | docs/symbol pr-context "
            "| docs/symbol grep |")
-    yield "|---|---|---|---|---|---|---|---|---|"
+    yield "|---|---|---|---|---|---|---|---|---|---|---|"
     for name, rows in _slices(results):
         ok = [r for r in rows if r.error is None]
         cells = [name, str(len(ok)), str(sum(r.symbols for r in ok))]
         cells += [_fmt(*mean(r.tests[m] for r in ok)) for m in ("pr-context", "naming")]
+        cells += [_fmt(*mean(float(n) for r in ok for n in r.tests_listed)),
+                  _fmt(*_edited_share(ok))]
         cells += [_fmt(*mean(r.docs[m] for r in ok)) for m in ("pr-context", "grep")]
         cells += [_fmt(*mean(float(n) for r in ok for n in r.docs_listed)),
                   _fmt(*mean(float(n) for r in ok for n in r.baseline_docs_listed))]
         yield "| " + " | ".join(cells) + " |"
+
+
+def _edited_share(results: Sequence[CaseResult]) -> tuple[float | None, int]:
+    """Of the test files listed in cases that edited a test, the share the change edited
+    (pooled over symbols; n = files listed)."""
+    scored = [r for r in results if r.tests.get("pr-context") is not None]
+    listed = sum(sum(r.tests_listed) for r in scored)
+    edited = sum(sum(r.tests_edited) for r in scored)
+    return (edited / listed if listed else None), listed
 
 
 def caller_figures(checks: Sequence[CallerCheck]) -> dict[str, tuple[float | None, float | None]]:
@@ -547,8 +564,11 @@ Reproduce (clones are made under `evals/.cache/review/`):
 ## Linked tests and stale docs
 
 Means over cases; `n` is the number of cases with something to find (a touched test
-file, a touched doc file). Docs per symbol: distinct doc files pr-context lists per
-changed symbol (all of them, not only the first 3), and the grep baseline's (top 3).
+file, a touched doc file). Tests per symbol: linked test files pr-context lists per
+changed symbol; of those listed in cases that edited a test, the share the change edited
+(a floor on precision: a linked test the change did not need to edit may still be
+right). Docs per symbol: distinct doc files pr-context lists per changed symbol (all of
+them, not only the first 3), and the grep baseline's (top 3).
 """
 
 
