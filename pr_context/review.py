@@ -371,9 +371,23 @@ def _caller_items(change: ChangedSymbol, holder: _Side, head: _Side, pr: _PrDiff
     for caller in _callers(change, holder, sources):
         updated = _caller_updated(caller, at_base, head, pr)
         problem = (_call_problem(change, caller, holder, sources)
-                   if breaking and not updated else None)
+                   if breaking and not updated and _may_break(change, caller) else None)
         items.append(_caller_item(0, caller, updated, problem, holder, at_base, pr))
     return _reranked(items)
+
+
+def _may_break(change: ChangedSymbol, caller: Caller) -> bool:
+    """Whether the change can break this call site at all.
+
+    A resolved call, yes. ``self.m()`` that may dispatch to a removed override still
+    reaches the base method it resolves to (a changed override's signature may not fit).
+    A same-name candidate among several definitions most likely calls another one.
+    """
+    if caller.candidate is None:
+        return True
+    if caller.candidate == "override":
+        return change.change == "signature_changed"
+    return caller.sole
 
 
 def _callers(change: ChangedSymbol, side: _Side, sources: _Sources) -> list[Caller]:

@@ -432,3 +432,66 @@ def test_cli_review_unknown_revision_exits_2(make_repo: Callable[..., GitRepo],
         "--no-embeddings"])
     assert result.exit_code == 2
     assert "error" in result.output
+
+
+RADAR_FILES = {
+    "shop/__init__.py": "",
+    "shop/base.py": (
+        "class Loader:\n"
+        "    def load(self, name):\n"
+        "        return name\n"
+        "\n"
+        "    def run(self, name):\n"
+        "        return self.load(name)\n"
+    ),
+    "shop/cached.py": (
+        "from shop.base import Loader\n"
+        "\n"
+        "\n"
+        "class Cached(Loader):\n"
+        "    def load(self, name):\n"
+        "        return name.upper()\n"
+        "\n"
+        "\n"
+        "class Store:\n"
+        "    def fetch(self, key):\n"
+        "        return key\n"
+        "\n"
+        "\n"
+        "class Remote:\n"
+        "    def fetch(self, key):\n"
+        "        return None\n"
+        "\n"
+        "\n"
+        "class Vault:\n"
+        "    def unseal(self, key):\n"
+        "        return key\n"
+    ),
+    "shop/use.py": (
+        "def use(thing, vault):\n"
+        "    thing.fetch(1)\n"
+        "    return vault.unseal(2)\n"
+    ),
+}
+
+
+def test_removing_an_override_or_a_homonym_breaks_no_call(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    # self.load() still reaches Loader.load; thing.fetch() has another fetch to call; but
+    # vault.unseal() had no other unseal to reach.
+    repo = make_repo(RADAR_FILES)
+    base = repo.git("rev-parse", "HEAD").strip()
+    text = RADAR_FILES["shop/cached.py"]
+    repo.write("shop/cached.py", text.replace(
+        "    def load(self, name):\n        return name.upper()\n", "    pass\n").replace(
+        "class Store:\n    def fetch(self, key):\n        return key\n",
+        "class Store:\n    pass\n").replace(
+        "    def unseal(self, key):\n        return key\n", "    pass\n"))
+    head = repo.commit("remove")
+    report = review(open_repository(repo.path), base, head, tmp_path / "b.duckdb",
+                    tmp_path / "out", None, SilentProgress())
+    flagged = {s.qualified_name: [(c.path, c.needs_update) for c in s.callers]
+               for s in report.symbols}
+    assert flagged["shop.cached.Cached.load"] == [("shop/base.py", False)]
+    assert flagged["shop.cached.Store.fetch"] == [("shop/use.py", False)]
+    assert flagged["shop.cached.Vault.unseal"] == [("shop/use.py", True)]

@@ -51,6 +51,10 @@ class Caller:
     how: Literal["graph", "lexical"]  # resolved, or only a same-name candidate
     confidence: float  # see GRAPH_CONFIDENCE .. UNBOUND_CONFIDENCE
     reason: str  # one line a reviewer can check
+    # how a lexical candidate arose: self.m() that may dispatch to this override, obj.m()
+    # on an unknown class, or a bare name nothing binds; None for a resolved site
+    candidate: Literal["override", "dynamic", "unbound"] | None = None
+    sole: bool = True  # no other definition of the name could be the target
 
 
 @dataclass(frozen=True)
@@ -142,8 +146,9 @@ def _override_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Calle
     for base in list(mro(graph.tables, d.parent))[1:]:
         for edge in graph.edges.get(f"{base}.{d.name}", ()):
             if edge.self_class in overriding:
-                yield _caller(edge.site, "lexical", OVERRIDE_CONFIDENCE,
-                              f"{edge.reason}; may dispatch to the override in {d.parent}")
+                yield replace(_caller(edge.site, "lexical", OVERRIDE_CONFIDENCE,
+                                      f"{edge.reason}; may dispatch to the override in "
+                                      f"{d.parent}"), candidate="override", sole=False)
 
 
 def _lexical_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
@@ -153,13 +158,16 @@ def _lexical_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller
         methods = [q for q in same_name if graph.tables.definitions[q].kind == "method"]
         share = DYNAMIC_CONFIDENCE / max(len(methods), 1)
         for site in graph.dynamic.get(d.name, ()):
-            yield _caller(site, "lexical", share, _candidate_reason(site, len(methods)))
+            yield replace(_caller(site, "lexical", share, _candidate_reason(site, len(methods))),
+                          candidate="dynamic", sole=len(methods) <= 1)
     bare = [q for q in same_name if graph.tables.definitions[q].kind != "method"]
     if d.kind != "method" or d.language == "java":
-        share = UNBOUND_CONFIDENCE / max(len(same_name if d.language == "java" else bare), 1)
+        homonyms = len(same_name if d.language == "java" else bare)
+        share = UNBOUND_CONFIDENCE / max(homonyms, 1)
         for site in graph.unbound.get(d.name, ()):
-            yield _caller(site, "lexical", share,
-                          f"{d.name}() is not bound in {site.path}; same-name candidate")
+            yield replace(_caller(site, "lexical", share,
+                                  f"{d.name}() is not bound in {site.path}; same-name candidate"),
+                          candidate="unbound", sole=homonyms <= 1)
 
 
 def _candidate_reason(site: Site, count: int) -> str:
