@@ -52,7 +52,7 @@ from pr_context.parse.code_paths import module_path
 from pr_context.policy import PathPolicy, decode_text, skip_reason_for_content
 from pr_context.roles import classify_path
 from pr_context.signatures import parameter_changes
-from pr_context.variables import ModuleVariable, module_variables
+from pr_context.variables import ModuleVariable, module_variables, parse_python
 
 __all__ = [
     "MAX_CHANGED_FILES",
@@ -537,9 +537,8 @@ def _same_code(old: str, new: str, language: str) -> bool:
 
 def _python_dump(text: str) -> str | None:
     """The AST without docstrings, or None when the fragment does not parse."""
-    try:
-        tree = ast.parse(textwrap.dedent(text))
-    except SyntaxError:
+    tree = parse_python(textwrap.dedent(text))
+    if tree is None:
         return None
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

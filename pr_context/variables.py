@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-__all__ = ["ModuleVariable", "module_variables"]
+__all__ = ["ModuleVariable", "module_variables", "parse_python"]
 
 _EXPORTS = "__all__"
 
@@ -32,9 +32,8 @@ def module_variables(text: str) -> dict[str, ModuleVariable] | None:
 
     None when ``text`` is not valid Python.
     """
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = parse_python(text)
+    if tree is None:
         return None
     spans: dict[str, list[ast.stmt]] = {}
     for statement in _module_statements(tree.body):
@@ -42,6 +41,14 @@ def module_variables(text: str) -> dict[str, ModuleVariable] | None:
             if not name.startswith("__") or name == _EXPORTS:
                 spans.setdefault(name, []).append(statement)
     return {name: _variable(name, statements) for name, statements in spans.items()}
+
+
+def parse_python(text: str) -> ast.Module | None:
+    """``text`` parsed (never run) by Python's own parser; None when it is not Python."""
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
 
 
 def _module_statements(body: list[ast.stmt]) -> list[ast.stmt]:

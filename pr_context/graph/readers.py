@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pr_context.graph.callers import GRAPH_CONFIDENCE, Caller
 from pr_context.graph.tables import Tables
 from pr_context.parse.code_paths import absolute_module
+from pr_context.variables import parse_python
 
 __all__ = ["MAX_READER_FILES", "readers_of"]
 
@@ -47,7 +48,7 @@ def readers_of(tables: Tables, qualified_name: str,
     for path, spellings in sorted(_files_naming(tables, module, name).items())[
             :MAX_READER_FILES]:
         text = read_text(path)
-        tree = _parse(text) if text is not None else None
+        tree = parse_python(text) if text is not None else None
         if tree is not None:
             found += _reads(tree, path, tables.file_module.get(path, ""), name, spellings)
     return sorted(found, key=lambda c: (c.path, c.line, c.column))
@@ -76,13 +77,6 @@ def _files_naming(tables: Tables, module: str, name: str) -> dict[str, _Spelling
             files[path] = _Spellings(frozenset(bare), frozenset(receivers),
                                      f"imported from {module} (line {min(lines)})")
     return files
-
-
-def _parse(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
 
 
 def _reads(tree: ast.Module, path: str, module: str, name: str,
