@@ -10,6 +10,11 @@ from pathlib import Path
 import pytest
 
 from pr_context.embed import SentenceTransformerEmbedder
+from pr_context.git import open_repository
+from pr_context.graph import SymbolGraph, load_graph
+from pr_context.index.build import IndexOptions, build_index
+from pr_context.index.store import IndexStore
+from pr_context.progress import SilentProgress
 from tests.fakes import FakeEmbedder
 
 _GIT_ENV = {
@@ -81,3 +86,24 @@ def real_embedder() -> SentenceTransformerEmbedder:
     embedder = SentenceTransformerEmbedder()
     embedder.embed(["load the model once"])
     return embedder
+
+
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory: pytest.TempPathFactory
+           ) -> Callable[[dict[str, str]], SymbolGraph]:
+    """A real index of a repository with ``files``, and its graph; built once per file set."""
+    built: dict[int, SymbolGraph] = {}
+
+    def build(files: dict[str, str]) -> SymbolGraph:
+        if id(files) not in built:
+            root = tmp_path_factory.mktemp("graph")
+            repo = GitRepo(root / "repo")
+            for relpath, content in files.items():
+                repo.write(relpath, content)
+            repo.commit("initial")
+            build_index(open_repository(repo.path), "HEAD", root / "index.duckdb",
+                        IndexOptions(), None, SilentProgress())
+            with IndexStore.open_existing(root / "index.duckdb") as store:
+                built[id(files)] = load_graph(store)
+        return built[id(files)]
+    return build

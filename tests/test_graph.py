@@ -6,10 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pr_context.graph import SymbolGraph, callers_of, load_graph
-from pr_context.index.store import IndexStore
-from tests.conftest import GitRepo
-from tests.test_index import index
+from pr_context.graph import SymbolGraph, callers_of
 
 PY_FILES = {
     "shop/__init__.py": "from .session import create_session\n",
@@ -462,26 +459,6 @@ RUST_FILES = {
 }
 
 Site = tuple[str, int, str | None, str]  # (path, line, enclosing, how)
-
-
-@pytest.fixture(scope="module")
-def graphs(tmp_path_factory: pytest.TempPathFactory
-           ) -> Callable[[dict[str, str]], SymbolGraph]:
-    """A real index of a repository with ``files``, and its graph; built once per file set."""
-    built: dict[int, SymbolGraph] = {}
-
-    def build(files: dict[str, str]) -> SymbolGraph:
-        if id(files) not in built:
-            root = tmp_path_factory.mktemp("graph")
-            repo = GitRepo(root / "repo")
-            for relpath, content in files.items():
-                repo.write(relpath, content)
-            repo.commit("initial")
-            index(repo, root / "index.duckdb")
-            with IndexStore.open_existing(root / "index.duckdb") as store:
-                built[id(files)] = load_graph(store)
-        return built[id(files)]
-    return build
 
 
 def sites(graph: SymbolGraph, qualified_name: str) -> list[Site]:

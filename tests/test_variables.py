@@ -9,16 +9,14 @@ import pytest
 
 from pr_context.changes import changed_symbols_between
 from pr_context.git import open_repository
-from pr_context.graph import load_graph
+from pr_context.graph import SymbolGraph
 from pr_context.graph.readers import readers_of
-from pr_context.index.store import IndexStore
 from pr_context.models import Sha
 from pr_context.progress import SilentProgress
 from pr_context.review import ReviewOptions, review
 from pr_context.variables import module_variables
 from tests.conftest import GitRepo
 from tests.fakes import FakeEmbedder
-from tests.test_index import index
 
 SETTINGS = (
     '"""Settings."""\n'
@@ -146,16 +144,10 @@ READER_FILES = {
 }
 
 
-def test_readers_are_the_loads_of_each_files_spelling(tmp_path: Path) -> None:
-    repo = GitRepo(tmp_path / "repo")
-    for path, text in READER_FILES.items():
-        repo.write(path, text)
-    repo.commit("initial")
-    index(repo, tmp_path / "i.duckdb")
-    with IndexStore.open_existing(tmp_path / "i.duckdb") as store:
-        tables = load_graph(store).tables
-    readers = readers_of(tables, "pkg.settings.ITERATIONS",
-                         lambda path: (repo.path / path).read_text())
+def test_readers_are_the_loads_of_each_files_spelling(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    tables = graphs(READER_FILES).tables
+    readers = readers_of(tables, "pkg.settings.ITERATIONS", READER_FILES.get)
     assert [(c.path, c.line, c.enclosing, c.how) for c in readers] == [
         ("pkg/auth.py", 5, "pkg.auth.check", "graph"),  # from-import under an alias
         ("pkg/cli.py", 6, "pkg.cli.main", "graph"),  # conf.ITERATIONS
@@ -165,8 +157,7 @@ def test_readers_are_the_loads_of_each_files_spelling(tmp_path: Path) -> None:
     ]  # not the docstring, not the parameter that shadows it, not pkg.other's own
     assert readers[0].reason == "reads ROUNDS, imported from pkg.settings (line 1)"
     assert readers[3].reason == "reads ITERATIONS, defined in the same module"
-    class_body = readers_of(tables, "pkg.settings.LIMIT",
-                            lambda path: (repo.path / path).read_text())
+    class_body = readers_of(tables, "pkg.settings.LIMIT", READER_FILES.get)
     assert [(c.line, c.enclosing) for c in class_body] == [(31, "pkg.settings.Box")]
 
 
