@@ -23,9 +23,9 @@ from pr_context.diff import parse_patch
 from pr_context.embed import Embedder
 from pr_context.errors import BadInputError, GitError, IndexFileError
 from pr_context.git import (
+    BlobReader,
     Repository,
     changed_paths,
-    read_blob,
     resolve_revision,
     unified_diff,
 )
@@ -163,9 +163,9 @@ def review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Pa
     wanted = [s for s in changes.symbols if s.path not in excluded]
     with timer.stage("load_base"):
         base_side = _load_side(db)[0] if any(map(_needs_base, wanted)) else None
-    with timer.stage("analyse"):
+    with timer.stage("analyse"), _Sources(repo) as sources:
         symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
-                                               options.budget_s, _Sources(repo))
+                                               options.budget_s, sources)
     timer.stages["total"] = round((time.perf_counter() - started) * 1000)
     return Report(
         repository=str(repo.path), base=base, head=head,
@@ -209,8 +209,9 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     analysed = changed or chosen
     pr_diff = _pr_diff(repo, base, head)
     base_side = _load_side(db)[0] if _needs_base(analysed) else None
-    reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff, options.budget_s,
-                                 _Sources(repo))
+    with _Sources(repo) as sources:
+        reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff,
+                                     options.budget_s, sources)
     report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
     return Explanation(report, head, tuple(m.qualified_name for m in matches[1:]))
 
@@ -454,8 +455,16 @@ class _Sources:
 
     def __init__(self, repo: Repository) -> None:
         self._repo = repo
+        self._reader: BlobReader | None = None  # one git process, started on first read
         self._blobs: dict[tuple[str, str], bytes | None] = {}
         self._lines: dict[tuple[str, str], list[bytes]] = {}
+
+    def __enter__(self) -> _Sources:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._reader is not None:
+            self._reader.close()
 
     def text(self, sha: str, path: str) -> str | None:
         """The whole text of ``path`` at ``sha`` (None: unreadable)."""
@@ -476,8 +485,10 @@ class _Sources:
     def _blob(self, sha: str, path: str) -> bytes | None:
         key = (sha, path)
         if key not in self._blobs:
+            if self._reader is None:
+                self._reader = BlobReader(self._repo)
             try:
-                self._blobs[key] = read_blob(self._repo, f"{sha}:{path}")
+                self._blobs[key] = self._reader.read(f"{sha}:{path}")
             except GitError:
                 self._blobs[key] = None
         return self._blobs[key]
