@@ -99,6 +99,7 @@ def test_tokenizer_splits_identifiers_and_keeps_them_whole() -> None:
         "http", "respons", "error", "httpresponseerror",
         "pars", "option", "header", "parseoptionsheader"]
     assert stem("registered") == stem("register") == stem("registers")
+    assert stem("suggestions") == stem("suggestion") == stem("suggest")
     assert identifiers("where is `create_session` and Map.bind, ExpiredTokenError?") == [
         "create_session", "Map.bind", "ExpiredTokenError"]
 

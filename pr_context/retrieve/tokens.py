@@ -27,7 +27,8 @@ MIN_TOKEN_CHARS = 2
 # A word in prose: letters (an optional capital) and digits, not touching code punctuation.
 _PLAIN_WORD = re.compile(r"(?<![\w.`])[A-Za-z][a-z0-9]+(?![\w.`(])")
 # (suffix, replacement, shortest stem kept): longest suffixes first.
-_SUFFIXES = (("ations", "at", 4), ("ation", "at", 4), ("ings", "", 4), ("ing", "", 4),
+_SUFFIXES = (("ations", "at", 4), ("ation", "at", 4), ("ions", "", 4), ("ion", "", 4),
+             ("ings", "", 4), ("ing", "", 4),
              ("ies", "y", 2), ("ied", "y", 2), ("ed", "", 4), ("es", "", 4), ("e", "", 4),
              ("s", "", 3))
 
