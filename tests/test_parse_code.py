@@ -656,6 +656,31 @@ def test_commonjs_assignments_and_ambient_modules_define_functions() -> None:
     assert [r.name for r in result.references] == ["prototype"]
 
 
+def test_functions_wrapped_in_a_call_or_a_type_assertion_are_definitions() -> None:
+    source = (
+        "export const createStore = ((init) => init) as CreateStore\n"
+        "const Button = React.forwardRef<HTMLButtonElement, Props>((props, ref) => {\n"
+        "  const label = () => props.label\n"
+        "  return <button ref={ref}>{label()}</button>\n"
+        "})\n"
+        "export const useStore = create<State>()((set) => ({ count: 0 }))\n"
+        "const Row = memo(function Row(row) { return <tr /> })\n"
+        "const check = ((value) => true) satisfies Check\n"
+        "function render() {\n  const cell = wrap(() => 1)\n  return cell\n}\n"
+    )
+    result = parse_code("src/ui.tsx", source, "tsx", "production")
+    assert [(d.qualified_name, d.parameters, d.start_line, d.end_line)
+            for d in result.definitions] == [
+        ("src.ui.createStore", ("init",), 1, 1),
+        ("src.ui.Button", ("props", "ref"), 2, 5),
+        ("src.ui.Button.label", (), 3, 3),
+        ("src.ui.useStore", ("set",), 6, 6),
+        ("src.ui.Row", ("row",), 7, 7),
+        ("src.ui.check", ("value",), 8, 8),
+        ("src.ui.render", (), 9, 12),  # a call inside a function is no definition
+    ]
+
+
 def test_interface_methods_without_bodies_stay_in_the_header() -> None:
     header = next(c for c in parsed("java").chunks if (c.symbol or "").endswith("Listener"))
     assert header.text == (

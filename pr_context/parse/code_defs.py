@@ -38,6 +38,10 @@ _VALUE_FIELDS = {
     "field_definition": "value",
     "assignment_expression": "right",
 }
+# Expressions a JavaScript/TypeScript function may sit in, as the value of a definition.
+_FUNCTION_HOLDERS = frozenset(
+    {"parenthesized_expression", "as_expression", "satisfies_expression", "call_expression"})
+_FUNCTION_TYPES = frozenset({"arrow_function", "function_expression", "generator_function"})
 _PARAMETER_NAMES = frozenset(
     {"identifier", "shorthand_property_identifier_pattern", "property_identifier"}
 )
@@ -220,6 +224,13 @@ def _function(node: Node) -> Node:
     """The function or class node a definition node holds (itself, mostly)."""
     field_name = _VALUE_FIELDS.get(node.type)
     value = node.child_by_field_name(field_name) if field_name is not None else None
+    while value is not None and value.type in _FUNCTION_HOLDERS:
+        # ``(f) as F``, ``forwardRef(f)``: the function inside (the tag query matched one)
+        inner = (value.child_by_field_name("arguments") if value.type == "call_expression"
+                 else value)
+        value = next((c for c in inner.named_children if c.type in _FUNCTION_TYPES
+                      or c.type in _FUNCTION_HOLDERS - {"call_expression"}),
+                     None) if inner is not None else None
     return node if value is None else value
 
 

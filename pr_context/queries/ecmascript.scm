@@ -13,7 +13,26 @@
 
 (variable_declarator
   name: (identifier) @name.definition.function
-  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
+  value: [(arrow_function) (function_expression) (generator_function)
+          (parenthesized_expression [(arrow_function) (function_expression)])]) @definition.function
+
+; A module-level constant made by a call that takes a function: React's
+; ``const Button = forwardRef((props, ref) => ...)`` and ``memo(...)``, a store's
+; ``create((set) => ...)``, ``asyncHandler(async (req, res) => ...)``.
+(program
+  (lexical_declaration
+    (variable_declarator
+      name: (identifier) @name.definition.function
+      value: (call_expression
+        arguments: (arguments [(arrow_function) (function_expression)]))) @definition.function))
+
+(program
+  (export_statement
+    declaration: (lexical_declaration
+      (variable_declarator
+        name: (identifier) @name.definition.function
+        value: (call_expression
+          arguments: (arguments [(arrow_function) (function_expression)]))) @definition.function)))
 
 ; CommonJS: ``exports.f = function () {}``, ``Foo.prototype.f = () => {}``.
 (assignment_expression
@@ -34,7 +53,8 @@
 
 (lexical_declaration
   (variable_declarator
-    value: [(arrow_function) (function_expression) (generator_function) (class)]) @wrapped) @wrapper
+    value: [(arrow_function) (function_expression) (generator_function) (class)
+            (parenthesized_expression) (call_expression)]) @wrapped) @wrapper
 
 (variable_declaration
   (variable_declarator

@@ -13,6 +13,18 @@
   name: (_) @name.definition.function
   value: [(arrow_function) (function_expression)]) @definition.function
 
+; ``const f = ((a) => ...) as F`` and ``satisfies F``: a function typed as a whole.
+(variable_declarator
+  name: (identifier) @name.definition.function
+  value: [(as_expression (parenthesized_expression [(arrow_function) (function_expression)]))
+          (satisfies_expression
+            (parenthesized_expression [(arrow_function) (function_expression)]))])
+  @definition.function
+
+(lexical_declaration
+  (variable_declarator
+    value: [(as_expression) (satisfies_expression)]) @wrapped) @wrapper
+
 (abstract_class_declaration
   name: (type_identifier) @name.definition.class) @definition.class
 
