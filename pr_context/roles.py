@@ -208,7 +208,10 @@ def _plain_role(pure: PurePosixPath, dirs: frozenset[str]) -> Role:
     if dirs & _EXAMPLE_DIRS:
         return "example"
     suffix = pure.suffix.lower()
-    if dirs & _DOCS_DIRS or suffix in _DOC_SUFFIXES or _DOC_NAME.fullmatch(pure.name):
+    # Go builds every .go file of a folder into one package: cobra's doc/man_docs.go is
+    # the code of package doc, the man page generator, not documentation.
+    in_docs_folder = bool(dirs & _DOCS_DIRS) and suffix != ".go"
+    if in_docs_folder or suffix in _DOC_SUFFIXES or _DOC_NAME.fullmatch(pure.name):
         return "docs"
     if suffix in _CONFIG_SUFFIXES or _CONFIG_NAME.fullmatch(pure.name):
         return "config"

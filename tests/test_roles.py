@@ -64,6 +64,9 @@ from pr_context.roles import chunk_role, classify_path
         ("docs_src/tutorial/first_steps.py", "example"),
         ("docs/index.md", "docs"),
         ("docs/conf.py", "docs"),
+        ("doc/man_docs.go", "production"),  # Go: the folder is a package
+        ("doc/man_docs_test.go", "test"),
+        ("doc/README.md", "docs"),
         ("README.md", "docs"),
         ("README", "docs"),
         ("CHANGELOG.md", "docs"),
