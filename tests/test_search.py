@@ -15,6 +15,7 @@ from pr_context.pipeline import Searcher
 from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
+from pr_context.retrieve.fusion import detect_intent, role_weight
 from pr_context.retrieve.signals import bm25_scores, name_ranking
 from pr_context.retrieve.tokens import (
     identifiers,
@@ -148,6 +149,14 @@ def test_test_intent_prefers_tests(shop: tuple[Searcher, SearchCorpus]) -> None:
     outcome = run(shop, "which tests cover an expired refresh token in create_session")
     assert outcome.intent == "tests"
     assert outcome.hits[0].path == "tests/test_session.py"
+
+
+def test_roles_not_asked_for_step_back_behind_the_implementation() -> None:
+    tests = detect_intent("which tests cover the argument validators?")
+    weights = {role: role_weight(role, tests)
+               for role in ("test", "production", "config", "docs", "example")}
+    assert weights["test"] > weights["production"]
+    assert max(weights["config"], weights["docs"], weights["example"]) < weights["production"]
 
 
 def test_docs_intent_prefers_docs(shop: tuple[Searcher, SearchCorpus]) -> None:

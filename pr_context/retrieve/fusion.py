@@ -58,10 +58,11 @@ DEFAULT_ROLE_WEIGHTS = MappingProxyType({
     "vendored": 0.3,
     "deprecated": 0.2,
 })
-# When the query asks for a role, that role leads and production steps back a little:
-# the implementation is still useful context for a question about its tests.
+# When the query asks for a role, that role leads and every other steps back by one
+# factor, keeping its order: the implementation is still useful context for a question
+# about its tests, more than a config file or a guide that mentions them.
 ASKED_ROLE_WEIGHT = 1.2
-PRODUCTION_WHEN_OTHER_ASKED = 0.5
+OTHER_ROLES_WHEN_ASKED = 0.5
 INTENT_ROLES: dict[Intent, tuple[str, ...]] = {
     "implementation": (),
     "how_to": (),
@@ -145,8 +146,8 @@ def role_weight(role: str, intent: QueryIntent, symbol: str | None = None,
         parts = [*(symbol or "").split("."), *path.split("/")]
         if any(p.startswith("_") and not p.startswith("__") for p in parts):
             weight *= HOW_TO_PRIVATE_WEIGHT
-    if asked and role == "production":
-        weight = PRODUCTION_WHEN_OTHER_ASKED
+    if asked:  # every role not asked for steps back, keeping its order among the rest
+        weight *= OTHER_ROLES_WHEN_ASKED
     return weight
 
 
