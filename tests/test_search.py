@@ -16,7 +16,7 @@ from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.fusion import detect_intent, role_weight
-from pr_context.retrieve.signals import bm25_scores, name_ranking
+from pr_context.retrieve.signals import bm25_scores, name_ranking, structure_ranking
 from pr_context.retrieve.tokens import (
     identifiers,
     proper_names,
@@ -120,6 +120,45 @@ def test_name_words_count_by_their_rarity_in_the_codebase(
               name_ranking(corpus, "how are commands suggested when a name has a typo")}
     # Each name shares one of its two words with the query; "name" is everywhere here.
     assert scores["cli.help.suggestions_for"] > 2 * scores["cli.help.name_padding"]
+
+
+FIELD_FILES = {
+    "cmd/command.go": (
+        "package cmd\n\n// Command is one command.\ntype Command struct {\n"
+        "\t// ValidArgsFunction completes arguments.\n\tValidArgsFunction CompletionFunc\n"
+        "\tUse string\n}\n\nfunc (c *Command) Run() {\n\tc.ValidArgsFunction(c)\n}\n"),
+    "web/options.ts": (
+        "export interface PersistOptions {\n  name: string\n  skipHydration?: boolean\n}\n\n"
+        "export function persist(options: PersistOptions) {\n"
+        "  return options.skipHydration\n}\n"),
+    "py/signer.py": (
+        "class Signer:\n    salt: bytes = b\"itsdangerous\"\n\n"
+        "    def sign(\n        self,\n        max_age: int,\n    ) -> bytes:\n"
+        "        return self.salt\n"),
+}
+
+
+@pytest.mark.parametrize(("query", "header"), [
+    ("ValidArgsFunction", "cmd.Command"),
+    ("what does `Command.ValidArgsFunction` do", "cmd.Command"),
+    ("what does the skipHydration option do", "web.options.PersistOptions"),
+    ("`salt`", "py.signer.Signer"),
+])
+def test_a_field_named_as_code_finds_the_class_declaring_it(
+        make_repo: Callable[..., GitRepo], tmp_path: Path, query: str, header: str) -> None:
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    corpus = searcher.corpus(open_repository(make_repo(FIELD_FILES).path), "HEAD",
+                             tmp_path / "i.duckdb")
+    assert [(corpus.chunks[i].symbol, corpus.chunks[i].kind)
+            for i, _ in structure_ranking(corpus, query)] == [(header, "class_header")]
+
+
+def test_a_parameter_on_its_own_line_declares_no_field(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    corpus = searcher.corpus(open_repository(make_repo(FIELD_FILES).path), "HEAD",
+                             tmp_path / "i.duckdb")
+    assert structure_ranking(corpus, "`max_age`") == []
 
 
 def test_identifier_query_puts_the_definition_first(shop: tuple[Searcher, SearchCorpus]

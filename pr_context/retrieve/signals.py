@@ -44,6 +44,9 @@ MIN_NAME_SHARE = 0.5  # at least half of a definition name's words appear in the
 SINGLE_WORD_NAME_FACTOR = 0.5
 # ``InvalidSpecifier: Invalid specifier: '=>1.0'``: the answer is where it is raised.
 RAISE_SITE_STRENGTH = 1.0
+# A field named as code is found in the header of the class declaring it; a little below
+# a definition of that name, which says more than one line of a header.
+FIELD_DECLARATION_STRENGTH = 0.8
 EXCEPTION_CLASS_FACTOR = 0.5
 _EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning|Exit|Interrupt|Expired|Invalid\w*|"
                              r"Bad\w+|\w+Failure|\w+Timeout)$")
@@ -149,12 +152,18 @@ def _definition_matches(corpus: SearchCorpus, query: str) -> Ranking:
 
     A name written as code counts fully; a plain word that is also a definition name
     counts a quarter. Either is shared among all definitions of that name, so an overloaded
-    name weighs less than a unique one.
+    name weighs less than a unique one. A name written as code that no definition has may
+    be a field: the class headers declaring it match instead.
     """
     scores: dict[int, float] = {}
     for word, strength in _query_names(query):
         matches = _definitions_named(corpus, word)
         if not matches:
+            if strength >= CODE_WORD_STRENGTH:
+                declaring = _field_declarations(corpus, word)
+                for index in declaring:
+                    scores[index] = max(scores.get(index, 0.0), FIELD_DECLARATION_STRENGTH
+                                        / math.log2(1 + len(declaring)))
             continue
         share = strength / math.log2(1 + len(matches))
         for definition in matches:
@@ -221,6 +230,42 @@ def _query_names(query: str) -> list[tuple[str, float]]:
                     and word.lower() not in STOPWORDS):
                 names[word] = PLAIN_WORD_STRENGTH
     return sorted(names.items())
+
+
+def _field_declarations(corpus: SearchCorpus, word: str) -> list[int]:
+    """Class header chunks (struct, interface, class) with a line declaring field ``word``.
+
+    ``ValidArgsFunction CompletionFunc`` (Go), ``timeout?: number`` (TypeScript),
+    ``private int timeout;`` (Java), ``timeout: float = 1.0`` (Python). A dotted word
+    (``Command.ValidArgsFunction``) must name the class too.
+    """
+    owner, _, name = word.rpartition(".")
+    whole = name.lower().replace("_", "")
+    if not name.isidentifier() or whole not in corpus.bm25_postings:
+        return []
+    declares = re.compile(rf"(?:[\w.<>\[\]?*&,]+[ \t]+)*{re.escape(name)}"
+                          rf"[ \t]*(?:\??:|=|;|,|$|[ \t]+[\w*\[(])")
+    found = []
+    for index in corpus.bm25_postings[whole][0]:
+        chunk = corpus.chunks[int(index)]
+        if chunk.kind != "class_header" or (
+                owner and (chunk.symbol or "").rsplit(".", 1)[-1] != owner.rsplit(".", 1)[-1]):
+            continue
+        if any(declares.match(line) for line in _member_lines(corpus.texts[int(index)])):
+            found.append(int(index))
+    return found
+
+
+def _member_lines(header: str) -> list[str]:
+    """The lines of a class header at its members' indentation, without that indentation.
+
+    Deeper lines (a method's parameters on lines of their own) declare no member.
+    """
+    indented = [line for line in header.splitlines() if line[:1] in (" ", "\t") and line.strip()]
+    if not indented:
+        return []
+    depth = min(len(line) - len(line.lstrip()) for line in indented)
+    return [line[depth:] for line in indented if not line[depth].isspace()]
 
 
 def _definitions_named(corpus: SearchCorpus, word: str) -> list[DefinitionInfo]:
