@@ -248,6 +248,18 @@ def test_each_signal_links_a_test_file(tests_case: Analysis, path: str, signal: 
     assert item.role == "test"
 
 
+def test_a_test_helper_links_only_the_tests_that_use_it(tmp_path: Path) -> None:
+    case = analyse_edit(tmp_path, {
+        "tests/helpers.py": "def build_order(items):\n    return {'items': items}\n",
+        "tests/test_orders.py": ("from tests.helpers import build_order\n\n\n"
+                                 "def test_total():\n    assert build_order([1])\n"),
+        "tests/test_helpers.py": "def test_build_order_items():\n    assert {'items': 1}\n",
+    }, {"tests/helpers.py": "def build_order(items):\n    return {'items': list(items)}\n"})
+    # test_helpers.py is named after helpers.py and reads like it, but never uses it.
+    assert [e.path for e in linked(case, "tests.helpers.build_order")] == [
+        "tests/test_orders.py"]
+
+
 def test_signal_strengths(tests_case: Analysis) -> None:
     items = by_path(linked(tests_case, "shop.session.create_session"))
     assert items["tests/test_api.py"].signals["graph"] == 1.0

@@ -108,10 +108,12 @@ def linked_tests(
     or base for a removed symbol. ``head_paths`` (the files that exist at head) drops
     tests the PR deleted; None keeps all.
     """
-    findings = [*_graph_findings(change, graph, index), *_import_findings(change, graph, index),
-                *_naming_findings(change, index), *_cochange_findings(change, index)]
-    linked = {f.path for f in findings}
-    findings += _semantic_findings(change, index, corpus, linked)
+    findings = [*_graph_findings(change, graph, index), *_import_findings(change, graph, index)]
+    # A test helper is linked to the tests that use it: test files change together and
+    # read alike because they test one feature, which says nothing about this helper.
+    if index.roles.get(change.path) not in _SUPPORT_ROLES:
+        findings += [*_naming_findings(change, index), *_cochange_findings(change, index)]
+        findings += _semantic_findings(change, index, corpus, {f.path for f in findings})
     by_path: dict[str, list[_Finding]] = defaultdict(list)
     for f in findings:
         if head_paths is None or f.path in head_paths:
