@@ -694,3 +694,37 @@ def test_a_bare_dunder_in_a_docstring_names_no_constructor(tmp_path: Path) -> No
     found = docs(case, "pkg.loaders.Loader.__init__")
     assert [(e.path, e.symbol) for e in found if "docstring" in e.signals] == [
         ("pkg/loaders.py", "pkg.loaders.Cache")]
+
+
+PRICES = "def total(items):\n    return sum(item.price for item in items)\n"
+PRICES_DOC = ("# Prices\n\n## Totals\n\nThe shop prices:\n\n```python\n"
+              "def price_of(items, rate):\n"
+              "    return sum(item.price for item in items) * (1 - rate)\n```\n\n"
+              "## Tests\n\n```python\ndef test_prices():\n    items = []\n"
+              "    assert total(items) == 0 + sum(item.price for item in items)\n```\n")
+PRICES_TEST = ("from shop.prices import total\n\n\ndef test_total():\n"
+               "    items = []\n    assert total(items) == sum(item.price for item in items)\n")
+
+
+def test_semantic_nearness_alone_links_no_doc_to_an_added_symbol(tmp_path: Path) -> None:
+    # The PR edits the page, so every section of it is "updated", but § Totals, which
+    # reads like the new function, does not mention it; a changed function gets it.
+    added = "\n\ndef discounted_total(items, rate):\n" \
+            "    return sum(item.price for item in items) * (1 - rate)\n"
+    case = analyse_edit(tmp_path, {"shop/prices.py": PRICES, "docs/prices.md": PRICES_DOC},
+                        {"shop/prices.py": PRICES + added,
+                         "docs/prices.md": PRICES_DOC + "\n## Rounding\n\nCents.\n"})
+    assert docs(case, "shop.prices.discounted_total") == []
+    changed = analyse_edit(tmp_path / "changed", {"shop/prices.py": PRICES,
+                                                  "docs/prices.md": PRICES_DOC},
+                           {"shop/prices.py": PRICES.replace("sum(", "round(sum(") + ")"})
+    assert ("docs/prices.md", 3, {"semantic"}) in [
+        (e.path, e.start_line, set(e.signals)) for e in docs(changed, "shop.prices.total")]
+
+
+def test_semantic_nearness_links_no_doc_to_a_test(tmp_path: Path) -> None:
+    case = analyse_edit(tmp_path, {"shop/prices.py": PRICES, "docs/prices.md": PRICES_DOC,
+                                   "tests/test_prices.py": PRICES_TEST},
+                        {"tests/test_prices.py": PRICES_TEST.replace("== sum", "== 0 + sum")})
+    assert docs(case, "tests.test_prices.test_total") == []
+

@@ -25,7 +25,10 @@ plus a small bonus per further kind, so the tiers never swap:
    pkg.Other`` when ``pkg/__init__.py`` imports it); failing both, when no page
    documents the module nor is named after it, the table of contents (``toctree``)
    listing the pages of at least two of its sibling modules, where its page belongs;
-7. semantic nearness: a tie-breaker, and at most one section when nothing else links.
+7. semantic nearness: a tie-breaker, and at most one section when nothing else links,
+   but never alone for an added symbol (a section the PR edited that reads like the new
+   code says nothing about the new code) or for a test's symbol (docs describe the code,
+   not its tests).
 
 Which names are looked for, and when a reference or docstring names one, is decided in
 ``doc_names`` (bare names need to be distinctive or have their class or module nearby;
@@ -172,7 +175,9 @@ def stale_docs(
     found = _best_module_finding_per_page(_section_findings(change, targets, docs))
     found += _contents_findings(change, docs, found)
     found += _docstring_findings(change, [t for t in targets if t.member is None], docs)
-    found += _semantic_findings(change, docs, corpus, vector, found)
+    found += _semantic_findings(change, docs, corpus, vector, found,
+                                alone=change.change != "added"
+                                and docs.roles.get(change.path) not in _NOT_DOCS)
     items = _merge(found, touched_paths)
     if change.change == "added":  # only a module page can be stale about a new symbol
         items = [i for i in items if i.status == "updated" or "module" in i.signals]
@@ -463,14 +468,16 @@ def _own(qualified_name: str, targets: Iterable[Target]) -> bool:
 
 def _semantic_findings(change: ChangedSymbol, docs: LinkIndex, corpus: SearchCorpus | None,
                        vector: NDArray[np.float32] | None,
-                       found: list[_Finding]) -> list[_Finding]:
+                       found: list[_Finding], alone: bool) -> list[_Finding]:
+    """Sections near the symbol in meaning: a tie-breaker among the linked ones, and,
+    when ``alone``, the closest one when it is close enough."""
     if corpus is None or vector is None:
         return []
     doc_paths = {p: r for p, r in docs.roles.items()
                  if p in docs.sections and r not in _NOT_DOCS and not _history(p)}
     nearness = nearness_by_path(corpus, vector, doc_paths)
     linked = {(f.path, f.start_line) for f in found}
-    extra, alone = [], []
+    extra, only = [], []
     for (path, start), cosine in nearness.items():
         section = docs.section_at(path, start)
         if section is None or cosine <= 0:
@@ -479,10 +486,10 @@ def _semantic_findings(change: ChangedSymbol, docs: LinkIndex, corpus: SearchCor
                         f"{_where(section)} reads like {change.symbol} (cosine {cosine:.2f})")
         if (path, section.start_line) in linked:
             extra.append(item)
-        elif cosine >= SEMANTIC_ONLY_MIN:
-            alone.append(item)
-    alone.sort(key=lambda f: -f.weight)
-    return extra + alone[:SEMANTIC_ONLY_MAX_ITEMS]
+        elif alone and cosine >= SEMANTIC_ONLY_MIN:
+            only.append(item)
+    only.sort(key=lambda f: -f.weight)
+    return extra + only[:SEMANTIC_ONLY_MAX_ITEMS]
 
 
 # -- one item per section -------------------------------------------------------------------
