@@ -462,6 +462,41 @@ def test_python_names_read_as_values_are_references_unless_local() -> None:
     ]
 
 
+@pytest.mark.parametrize(("language", "path", "source", "expected"), [
+    pytest.param("go", "cmd/root.go", (
+        "package cmd\n"
+        "var root = &Command{Args: NoArgs, Run: func(c *Command, args []string) {\n"
+        "\trun(c, args, handler)\n"  # parameters are locals
+        "}}\n"
+        "func f(a int) error {\n"
+        "\tx := a\n"
+        "\tfor _, it := range items {\n\t\tuse(it, x)\n\t}\n"
+        "\treturn wrap\n"
+        "}\n"), [(2, "NoArgs"), (3, "handler"), (10, "wrap")], id="go"),
+    pytest.param("javascript", "web/app.jsx", (
+        "const routes = [home, about]\n"
+        "export const actions = { save, load: fetchAll }\n"
+        "function App({ user }, [first], ...rest) {\n"
+        "  const sorted = rest\n"
+        "  items.map(render).forEach((row) => show(row, user, first))\n"
+        "  try { run(sorted) } catch (err) { report(err) }\n"
+        "  return <Button onClick={onClick} user={user} />\n"
+        "}\n"), [(1, "home"), (1, "about"), (2, "save"), (2, "fetchAll"), (5, "render"),
+                  (7, "onClick")], id="javascript"),
+    pytest.param("typescript", "web/app.ts", (
+        "export function sortBy(key: string, compare?: Compare) {\n"
+        "  return items.sort(compare ?? byName).map(key ? pick : identity)\n"
+        "}\n"
+        "export const handlers = [sortBy]\n"), [(2, "pick"), (2, "identity"), (4, "sortBy")],
+        id="typescript"),
+])
+def test_names_read_as_values_are_references_unless_local(
+        language: str, path: str, source: str, expected: list[tuple[int, str]]) -> None:
+    refs = parse_code(path, source, language, "production").references
+    assert [(r.line, r.name) for r in refs
+            if r.kind == "attribute" and r.receiver is None] == expected
+
+
 def test_multiline_receiver_is_collapsed() -> None:
     source = "x = (a\n     .b(1)\n     .c)\n"
     result = parse_code("m.py", source, "python", "production")

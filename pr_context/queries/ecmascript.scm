@@ -94,6 +94,36 @@
   object: (_) @receiver
   property: (property_identifier) @name.reference.call))
 
+; Names read as values: a function passed, stored, returned or shorthand-listed
+; (``arr.map(render)``, ``{ onSave }``). Locals (below) are left out.
+(arguments (identifier) @name.reference.value)
+(pair value: (identifier) @name.reference.value)
+(shorthand_property_identifier) @name.reference.value
+(return_statement (identifier) @name.reference.value)
+(variable_declarator value: (identifier) @name.reference.value)
+(assignment_expression right: (identifier) @name.reference.value)
+(array (identifier) @name.reference.value)
+(arrow_function body: (identifier) @name.reference.value)
+(ternary_expression consequence: (identifier) @name.reference.value)
+(ternary_expression alternative: (identifier) @name.reference.value)
+
+; Scopes and the names they bind, to tell a local read as a value from a reference.
+(function_declaration) @scope
+(generator_function_declaration) @scope
+(function_expression) @scope
+(generator_function) @scope
+(arrow_function) @scope
+(method_definition) @scope
+(variable_declarator name: (identifier) @local)
+(array_pattern (identifier) @local)
+(object_pattern (shorthand_property_identifier_pattern) @local)
+(pair_pattern value: (identifier) @local)
+(rest_pattern (identifier) @local)
+(assignment_pattern left: (identifier) @local)
+(arrow_function parameter: (identifier) @local)
+(catch_clause parameter: (identifier) @local)
+(for_in_statement left: (identifier) @local)
+
 ; Imports, read by code_imports: import statements, re-exports, require() and import().
 (import_statement) @import
 (export_statement source: (_)) @import

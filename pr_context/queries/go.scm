@@ -61,4 +61,25 @@
 
 (type_identifier) @name.reference.type
 
+; Names read as values: a function passed, stored or returned (``Args: NoArgs``,
+; ``run(cmd, handler)``). Locals (below) are left out.
+(argument_list (identifier) @name.reference.value)
+(keyed_element value: (literal_element (identifier) @name.reference.value))
+(literal_value (literal_element (identifier) @name.reference.value))
+(return_statement (expression_list (identifier) @name.reference.value))
+(short_var_declaration right: (expression_list (identifier) @name.reference.value))
+(assignment_statement right: (expression_list (identifier) @name.reference.value))
+(var_spec value: (expression_list (identifier) @name.reference.value))
+
+; Scopes and the names they bind, to tell a local read as a value from a reference.
+(function_declaration) @scope
+(method_declaration) @scope
+(func_literal) @scope
+(parameter_declaration name: (identifier) @local)
+(variadic_parameter_declaration name: (identifier) @local)
+(short_var_declaration left: (expression_list (identifier) @local))
+(var_spec name: (identifier) @local)
+(const_spec name: (identifier) @local)
+(range_clause left: (expression_list (identifier) @local))
+
 (import_spec) @import

@@ -9,3 +9,6 @@
 (class_heritage (member_expression
   object: (_) @receiver
   property: (property_identifier) @name.reference.type))
+
+; Parameters (TypeScript wraps them in required_parameter, see typescript.scm).
+(formal_parameters (identifier) @local)

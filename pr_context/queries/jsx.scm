@@ -22,3 +22,6 @@
 (jsx_closing_element
   name: (member_expression
     property: (property_identifier) @skip))
+
+; ``onClick={handler}`` reads handler as a value.
+(jsx_expression (identifier) @name.reference.value)

@@ -58,3 +58,7 @@
   name: (type_identifier) @name.reference.type)
 
 (type_identifier) @name.reference.type
+
+; Parameters bind locals.
+(required_parameter pattern: (identifier) @local)
+(optional_parameter pattern: (identifier) @local)
