@@ -260,6 +260,17 @@ def test_a_test_helper_links_only_the_tests_that_use_it(tmp_path: Path) -> None:
         "tests/test_orders.py"]
 
 
+def test_a_test_passing_the_function_as_a_value_uses_it(tmp_path: Path) -> None:
+    hooks = "def on_save(record):\n    return record\n"
+    case = analyse_edit(tmp_path, {
+        "shop/hooks.py": hooks,
+        "tests/test_hooks.py": ("from shop.hooks import on_save\n\n\n"
+                                "def test_registry():\n    assert register(on_save)\n"),
+    }, {"shop/hooks.py": hooks.replace("return record", "return dict(record)")})
+    [item] = linked(case, "shop.hooks.on_save")
+    assert item.reason == "tests/test_hooks.py::test_registry uses on_save (line 5)"
+
+
 def test_signal_strengths(tests_case: Analysis) -> None:
     items = by_path(linked(tests_case, "shop.session.create_session"))
     assert items["tests/test_api.py"].signals["graph"] == 1.0

@@ -150,8 +150,9 @@ def _graph_findings(change: ChangedSymbol, graph: SymbolGraph,
         test = _test_function(index, caller.path, caller.enclosing)
         if role == _TEST_ROLE:
             where = _node_id(test) if test else caller.path
+            verb = "uses" if caller.reason.startswith("uses") else "calls"
             yield _Finding(caller.path, "graph", caller.confidence,
-                           f"{where} calls {change.symbol} (line {caller.line})",
+                           f"{where} {verb} {change.symbol} (line {caller.line})",
                            test, caller.line, call=True)
         if test is None and caller.enclosing:
             yield from _hop_findings(change, graph, index, caller.enclosing,
