@@ -184,7 +184,8 @@ def _symbol_counts(symbol: SymbolReport) -> str:
 def _item_view(where: _Where, item: EvidenceItem) -> dict[str, Any]:
     line = item.line if item.line is not None else item.start_line
     return {"location": _location(where, item.path, line, item.revision),
-            "reason": item.reason, "flag": item.needs_update}
+            "reason": item.reason, "flag": item.needs_update,
+            "edited": item.status == "updated"}
 
 
 def _location(where: _Where, path: str, line: int, revision: str | None) -> Markup:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -397,6 +398,17 @@ def test_render_shows_top_k_and_counts_the_rest() -> None:
     comment = render_comment(synthetic_report(1, items=8))
     assert comment.count("— **not updated**") == 5
     assert "3 more in evidence.json" in comment
+
+
+def test_render_says_which_docs_the_pr_edited() -> None:
+    report = synthetic_report(1)
+    doc = dataclasses.replace(evidence_item(1, "docs/api.md § API mentions func"),
+                              role="docs", needs_update=False, status="updated")
+    stale = dataclasses.replace(doc, rank=2, start_line=9, status="stale")
+    block = dataclasses.replace(report.symbols[0], docs=(doc, stale))
+    comment = render_comment(dataclasses.replace(report, symbols=(block,)))
+    assert comment.count("— edited in this PR: docs/api.md § API mentions func") == 1
+    assert comment.count("— docs/api.md § API mentions func") == 1
 
 
 def test_render_links_when_given_a_base_url() -> None:
