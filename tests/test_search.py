@@ -16,7 +16,7 @@ from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.fusion import detect_intent, role_weight
-from pr_context.retrieve.signals import bm25_scores, name_ranking, structure_ranking
+from pr_context.retrieve.signals import bm25_scores, structure_ranking
 from pr_context.retrieve.tokens import (
     identifiers,
     proper_names,
@@ -103,23 +103,6 @@ def test_tokenizer_splits_identifiers_and_keeps_them_whole() -> None:
     assert stem("suggestions") == stem("suggestion") == stem("suggest")
     assert identifiers("where is `create_session` and Map.bind, ExpiredTokenError?") == [
         "create_session", "Map.bind", "ExpiredTokenError"]
-
-
-def test_name_words_count_by_their_rarity_in_the_codebase(
-        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
-    files = {f"cli/cmd{i}.py": f"def run_{i}(command):\n    return command.name\n"
-             for i in range(6)}
-    files["cli/help.py"] = (
-        "def name_padding(command):\n    return len(command.name) + 2\n\n\n"
-        "def suggestions_for(command, typed):\n"
-        "    return [c for c in command.children if c.startswith(typed)]\n")
-    searcher = Searcher(FakeEmbedder(), SilentProgress())
-    corpus = searcher.corpus(open_repository(make_repo(files).path), "HEAD",
-                             tmp_path / "i.duckdb")
-    scores = {corpus.chunks[i].symbol: score for i, score in
-              name_ranking(corpus, "how are commands suggested when a name has a typo")}
-    # Each name shares one of its two words with the query; "name" is everywhere here.
-    assert scores["cli.help.suggestions_for"] > 2 * scores["cli.help.name_padding"]
 
 
 FIELD_FILES = {

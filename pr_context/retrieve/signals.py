@@ -178,10 +178,7 @@ def name_ranking(corpus: SearchCorpus, query: str) -> Ranking:
     ``_compare_compatible`` for "how are compatible versions compared": code names
     describe behaviour, so a name made of the query's words is strong evidence even when
     the body is long and shares little else with the query. Scored by the share of the
-    name's words present in the query, each weighted by its rarity in the codebase (BM25's
-    idf): where every name holds "command", ``NamePadding`` shares little with "suggest
-    the closest command name" and ``SuggestionsFor`` much. One-word names count half
-    (mostly English words).
+    name's words present in the query; one-word names count half (mostly English words).
     """
     words = set(tokenize(query, drop_stopwords=True))
     shared: dict[str, set[str]] = {}
@@ -189,18 +186,15 @@ def name_ranking(corpus: SearchCorpus, query: str) -> Ranking:
         if len(word) >= MIN_PLAIN_WORD_CHARS:
             for symbol in corpus.symbols_by_name_word.get(word, ()):
                 shared.setdefault(symbol, set()).add(word)
-    idf = corpus.bm25.idf
     scores: dict[int, float] = {}
     for symbol, found in shared.items():
         parts = corpus.name_words[symbol]
-        matched = found | (parts & words)
-        if len(matched) < MIN_NAME_SHARE * len(parts):
-            continue
-        share = sum(idf.get(w, 1.0) for w in matched) / sum(idf.get(w, 1.0) for w in parts)
+        share = len(found | (parts & words)) / len(parts)
         if len(parts) == 1:
             share *= SINGLE_WORD_NAME_FACTOR
-        for index in corpus.chunk_by_symbol[symbol]:
-            scores[index] = share
+        if share >= MIN_NAME_SHARE * (SINGLE_WORD_NAME_FACTOR if len(parts) == 1 else 1):
+            for index in corpus.chunk_by_symbol[symbol]:
+                scores[index] = share
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
