@@ -200,6 +200,14 @@ def test_a_rare_word_the_codebase_never_uses_means_nothing_relevant(
     assert outcome.message == "nothing relevant: the codebase never mentions 'kubernetes2'"
 
 
+def test_a_rare_word_negating_a_word_the_codebase_uses_is_no_unknown_concept(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    # "misvalidated" is split by the tokenizer, but it is about validation.
+    outcome = run(shop, "what happens when a refresh token is misvalidated")
+    assert outcome.message is None
+    assert outcome.hits
+
+
 def test_a_rare_word_only_tests_use_names_nothing_the_codebase_does(
         make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
     test_file = ('from shop.session import create_session\n\n\n'

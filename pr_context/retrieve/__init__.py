@@ -189,7 +189,7 @@ def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tupl
         return "the index holds no chunks"
     if _exact_match(corpus, rankings):
         return None
-    unknown = sorted(w for w in rare_words if not set(tokenize(w)) & corpus.vocabulary)
+    unknown = sorted(w for w in rare_words if not _known(corpus, w))
     if unknown:
         return ("nothing relevant: the codebase never mentions "
                 + ", ".join(repr(w) for w in unknown))
@@ -210,6 +210,18 @@ def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tupl
                     + " only in chunks unrelated to the query")
         return None
     return _lexical_irrelevance(corpus, query, rankings["bm25"])
+
+
+# A prefix that turns a word the codebase knows into one the tokenizer splits: "mistypes"
+# is about types, "unsubscribing" about subscribing, not a concept the code lacks.
+_NEGATING_PREFIXES = ("mis", "un", "non", "dis")
+
+
+def _known(corpus: SearchCorpus, word: str) -> bool:
+    """Whether the codebase uses ``word``, or the word it negates or mistakes."""
+    forms = [word] + [word[len(p):] for p in _NEGATING_PREFIXES
+                      if word.lower().startswith(p) and len(word) - len(p) >= 4]
+    return any(set(tokenize(form)) & corpus.vocabulary for form in forms)
 
 
 def _unrelated_rare_words(corpus: SearchCorpus, rare_words: frozenset[str],
