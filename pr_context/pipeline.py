@@ -6,6 +6,7 @@ choosing the embedder an index needs and keeping loaded corpora for reuse.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,12 @@ from pr_context.retrieve.fusion import intent_words
 from pr_context.retrieve.tokens import plain_words, proper_names, technology_names
 
 __all__ = ["Searcher", "embedder_for", "existing_model"]
+
+# A past participle, an -ize verb or an adverb says how something is done ("tokenized",
+# "hyphenated", "serialize"), and code names that otherwise: absent from the codebase, it
+# is a paraphrase, not a thing the codebase lacks (as "bcrypt", "asyncio", "SMTP" are).
+# Gerunds stay: they name techniques ("backtracking", "sharding", "caching").
+_DESCRIBES_HOW = re.compile(r"(?:ed|ly|i[sz](?:e|es))$", re.IGNORECASE)
 
 
 def existing_model(db: Path) -> str | None:
@@ -77,6 +84,7 @@ class Searcher:
         names = [w for w in proper_names(query) if w not in corpus.definitions_by_name]
         rare = frozenset(w for w in [*plain_words(query), *names]
                          if self.embedder is not None and w.lower() not in skip
+                         and not _DESCRIBES_HOW.search(w)
                          and self.embedder.word_pieces(w) > 1)
         rare |= frozenset(technology_names(query))
         return search(corpus, query, k, self.query_vector(corpus, query), path_context, rare)

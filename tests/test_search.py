@@ -208,6 +208,17 @@ def test_a_rare_word_negating_a_word_the_codebase_uses_is_no_unknown_concept(
     assert outcome.hits
 
 
+@pytest.mark.parametrize("query", [
+    "how is an expired refresh token prevalidated",  # a participle
+    "how do I deserialize the refresh token",  # an -ize verb
+])
+def test_a_rare_word_saying_how_is_a_paraphrase_not_a_missing_concept(
+        shop: tuple[Searcher, SearchCorpus], query: str) -> None:
+    outcome = run(shop, query)
+    assert outcome.message is None
+    assert outcome.hits
+
+
 def test_a_rare_word_only_tests_use_names_nothing_the_codebase_does(
         make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
     test_file = ('from shop.session import create_session\n\n\n'
