@@ -327,6 +327,44 @@ def test_traceback_frames_point_at_the_raising_code(shop: tuple[Searcher, Search
     assert outcome.hits[0].symbol == "shop.session.create_session"
 
 
+TRACE_FILES = {
+    "web/cart.ts": ("export function total(items: Item[]): number {\n"
+                    "  return items.reduce((sum, item) => sum + item.price, 0)\n}\n\n"
+                    "export function checkout(items: Item[]) {\n  return pay(total(items))\n}\n"),
+    "cmd/root.go": ("package cmd\n\nfunc Execute() error {\n\treturn run(nil)\n}\n\n"
+                    "func run(args []string) error {\n\treturn parse(args[0])\n}\n"),
+    "src/main/java/com/acme/Order.java": ("package com.acme;\n\nclass Order {\n"
+                                          "    void place() {\n        check();\n    }\n"
+                                          "    void check() {\n        throw new X();\n    }\n}\n"),
+    "src/pkg/a.py": "def f():\n    return g()\n\n\ndef g():\n    raise ValueError\n",
+}
+
+
+@pytest.mark.parametrize(("query", "symbol"), [
+    pytest.param("TypeError: Cannot read properties of undefined (reading 'price')\n"
+                 "    at total (/app/web/cart.ts:2:38)\n    at checkout (/app/web/cart.ts:6:14)",
+                 "web.cart.total", id="javascript"),
+    pytest.param("panic: runtime error: index out of range [0] with length 0\n\n"
+                 "goroutine 1 [running]:\nexample.com/app/cmd.run(...)\n"
+                 "\t/go/pkg/mod/example.com/app@v1.2.0/cmd/root.go:8 +0x1d\n"
+                 "example.com/app/cmd.Execute()\n"
+                 "\t/go/pkg/mod/example.com/app@v1.2.0/cmd/root.go:4 +0x25", "cmd.run", id="go"),
+    pytest.param("Exception in thread \"main\" com.acme.X\n"
+                 "\tat com.acme.Order.check(Order.java:8)\n\tat com.acme.Order.place(Order.java:5)",
+                 "com.acme.Order.check", id="java"),
+    pytest.param("src/pkg/a.py:2: in f\n    return g()\nsrc/pkg/a.py:6: in g\n    raise ValueError",
+                 "pkg.a.g", id="pytest"),
+])
+def test_stack_frames_of_other_formats_point_at_the_innermost_frame(
+        make_repo: Callable[..., GitRepo], tmp_path: Path, query: str, symbol: str) -> None:
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    corpus = searcher.corpus(open_repository(make_repo(TRACE_FILES).path), "HEAD",
+                             tmp_path / "i.duckdb")
+    outcome = searcher.search(corpus, query)
+    assert outcome.hits[0].symbol == symbol
+    assert "traceback" in outcome.hits[0].components
+
+
 def test_path_context_ranks_the_import_neighbourhood_higher(
         shop: tuple[Searcher, SearchCorpus]) -> None:
     query = "validate the token"

@@ -52,6 +52,11 @@ _EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning|Exit|Interrupt|Expired|I
                              r"Bad\w+|\w+Failure|\w+Timeout)$")
 
 _TRACEBACK = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>]+))?')
+# Other stack traces name a frame as path:line (JavaScript ``at f (src/a.ts:3:7)``, Go
+# ``/go/pkg/mod/x@v1/cmd.go:98 +0x1d``, Java ``(Order.java:42)``, pytest ``a.py:3: in f``).
+_FRAME = re.compile(r"(?:^|[\s(/])(?P<path>[\w.@~+-]*(?:/[\w.@~+-]+)*\."
+                    r"(?:py|js|jsx|mjs|cjs|ts|tsx|go|rs|java|kt|rb|php)):(?P<line>\d+)",
+                    re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -273,10 +278,9 @@ def _definitions_named(corpus: SearchCorpus, word: str) -> list[DefinitionInfo]:
 
 
 def traceback_locations(corpus: SearchCorpus, query: str) -> Ranking:
-    """Chunks at the ``File "...", line N, in f`` frames of a pasted traceback."""
+    """Chunks at the frames of a pasted traceback, the innermost frame first."""
     scores: dict[int, float] = {}
-    frames = _TRACEBACK.findall(query)
-    for depth, (raw_path, line, _function) in enumerate(reversed(frames)):
+    for depth, (raw_path, line) in enumerate(_frames(query)):
         path = _indexed_suffix(corpus.paths, raw_path)
         if path is None:
             continue
@@ -284,6 +288,18 @@ def traceback_locations(corpus: SearchCorpus, query: str) -> Ranking:
             if chunk.path == path and chunk.start_line <= int(line) <= chunk.end_line:
                 scores[index] = max(scores.get(index, 0.0), 1.0 / (1 + depth))
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _frames(query: str) -> list[tuple[str, str]]:
+    """(path, line) of each frame, innermost first.
+
+    Python prints the innermost frame last, as pytest does; the other languages first.
+    """
+    python = [(path, line) for path, line, _ in _TRACEBACK.findall(query)]
+    if python:
+        return python[::-1]
+    frames = [(m["path"], m["line"]) for m in _FRAME.finditer(query)]
+    return frames[::-1] if frames and all(p.endswith(".py") for p, _ in frames) else frames
 
 
 def _indexed_suffix(paths: set[str], raw: str) -> str | None:
@@ -295,7 +311,7 @@ def _indexed_suffix(paths: set[str], raw: str) -> str | None:
             best = path
     if best is None:
         tail = "/".join(raw.split("/")[-2:])
-        matches = sorted(p for p in paths if p.endswith(tail))
+        matches = sorted(p for p in paths if p == tail or p.endswith("/" + tail))
         best = matches[0] if len(matches) == 1 else None
     return best
 
