@@ -566,6 +566,39 @@ def test_callers(graphs: Callable[[dict[str, str]], SymbolGraph], files: dict[st
     assert sites(graphs(files), symbol) == expected
 
 
+OTHER_VALUE_FILES = {
+    "src/com/acme/Jobs.java": (
+        "package com.acme;\n\nclass Jobs {\n    void handle(String s) {}\n"
+        "    void all(java.util.List<String> xs) {\n        xs.forEach(this::handle);\n"
+        "        xs.forEach(Printer::show);\n    }\n}\n"),
+    "src/com/acme/Printer.java": (
+        "package com.acme;\n\nclass Printer {\n    static void show(String s) {}\n}\n"),
+    "cmd/root.go": (
+        "package cmd\n\nfunc NoArgs(args []string) error { return nil }\n\n"
+        "var root = &Command{Args: NoArgs}\n\nfunc run(NoArgs func()) {\n\tuse(NoArgs)\n}\n"),
+    "web/app.ts": (
+        "export function onSave() {}\nexport const handlers = { onSave }\n"
+        "export function wire(run: (f: () => void) => void, onSave: number) {\n"
+        "  run(onSave)\n}\nrun(onSave)\n"),
+}
+
+
+@pytest.mark.parametrize(("symbol", "expected"), [
+    pytest.param("com.acme.Jobs.handle", [
+        ("src/com/acme/Jobs.java", 6, "com.acme.Jobs.all", "graph")], id="java-this-reference"),
+    pytest.param("com.acme.Printer.show", [
+        ("src/com/acme/Jobs.java", 7, "com.acme.Jobs.all", "graph")], id="java-class-reference"),
+    pytest.param("cmd.NoArgs", [("cmd/root.go", 5, None, "graph")], id="go-field-value"),
+    pytest.param("web.app.onSave", [
+        ("web/app.ts", 2, None, "graph"), ("web/app.ts", 6, None, "graph")], id="ts-values"),
+])
+def test_functions_used_as_values_in_other_languages(
+        graphs: Callable[[dict[str, str]], SymbolGraph], symbol: str,
+        expected: list[Site]) -> None:
+    # The parameters named like the function (run's NoArgs, wire's onSave) shadow it.
+    assert sites(graphs(OTHER_VALUE_FILES), symbol) == expected
+
+
 @pytest.mark.parametrize(("symbol", "expected"), [
     pytest.param("jobs.engine.run", [
         ("jobs/use.py", 3, None, "graph"),  # runner = run

@@ -69,4 +69,9 @@
 
 (type_identifier) @name.reference.type
 
+; Method references: ``Order::total`` and ``this::handle`` use a method, ``Helper::new``
+; a constructor.
+(method_reference (_) @receiver . (identifier) @name.reference.attribute .)
+(method_reference (identifier) @name.reference.instantiation . "new")
+
 (import_declaration) @import
