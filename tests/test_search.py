@@ -111,7 +111,8 @@ FIELD_FILES = {
         "\t// ValidArgsFunction completes arguments.\n\tValidArgsFunction CompletionFunc\n"
         "\tUse string\n}\n\nfunc (c *Command) Run() {\n\tc.ValidArgsFunction(c)\n}\n"),
     "web/options.ts": (
-        "export interface PersistOptions {\n  name: string\n  skipHydration?: boolean\n}\n\n"
+        "export interface PersistOptions {\n  name: string\n  skipHydration?: boolean\n"
+        "  retries?: number\n}\n\n"
         "export function persist(options: PersistOptions) {\n"
         "  return options.skipHydration\n}\n"),
     "py/signer.py": (
@@ -126,6 +127,7 @@ FIELD_FILES = {
     ("what does `Command.ValidArgsFunction` do", "cmd.Command"),
     ("what does the skipHydration option do", "web.options.PersistOptions"),
     ("`salt`", "py.signer.Signer"),
+    ("what is `retries`", "web.options.PersistOptions"),  # one word, stemmed in the index
 ])
 def test_a_field_named_as_code_finds_the_class_declaring_it(
         make_repo: Callable[..., GitRepo], tmp_path: Path, query: str, header: str) -> None:

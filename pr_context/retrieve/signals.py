@@ -239,9 +239,10 @@ def _field_declarations(corpus: SearchCorpus, word: str) -> list[int]:
     (``Command.ValidArgsFunction``) must name the class too.
     """
     owner, _, name = word.rpartition(".")
-    whole = name.lower().replace("_", "")
-    if not name.isidentifier() or whole not in corpus.bm25_postings:
+    tokens = tokenize(name)  # the last is the whole name, or the one (stemmed) word
+    if not name.isidentifier() or not tokens or tokens[-1] not in corpus.bm25_postings:
         return []
+    whole = tokens[-1]
     declares = re.compile(rf"(?:[\w.<>\[\]?*&,]+[ \t]+)*{re.escape(name)}"
                           rf"[ \t]*(?:\??:|=|;|,|$|[ \t]+[\w*\[(])")
     found = []
