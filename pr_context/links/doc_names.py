@@ -78,7 +78,9 @@ class Target:
     name: str
     qualifiers: tuple[str, ...]  # enclosing class and module names, innermost first
     gone: bool  # no longer exists at head
-    bare_ok: bool  # a bare mention may count (False for a moved symbol's same name)
+    # a bare mention may count: False for a moved symbol's same name, and for a dunder
+    # (a bare ``__init__`` or ``__call__`` names every class's: only qualified ones count)
+    bare_ok: bool
     member: str | None = None  # set on the class of a changed method: that method's name
     attribute: bool = False  # a class attribute of a changed class: needs its class named
     member_added: bool = False  # on a module or class: the member is new
@@ -135,7 +137,8 @@ def public_name(name: str) -> bool:
 def _target(qualified_name: str, gone: bool, bare_ok: bool) -> Target:
     parts = qualified_name.split(".")
     qualifiers = tuple(reversed([p for p in parts[:-1] if len(p) > 2]))[:2]
-    return Target(qualified_name, parts[-1], qualifiers, gone, bare_ok)
+    dunder = parts[-1].startswith("__") and parts[-1].endswith("__")
+    return Target(qualified_name, parts[-1], qualifiers, gone, bare_ok and not dunder)
 
 
 def _distinctive(name: str, docs: LinkIndex) -> bool:
@@ -281,7 +284,7 @@ def ref_names(ref: DocRef, section: Section, target: Target, docs: LinkIndex,
             return None
     if "." in chain:
         return "mention" if _qualified(chain.replace("::", "."), target) else None
-    if chain != target.name or not _bare_may_count(target):
+    if chain != target.name or not target.bare_ok:
         return None
     if _distinctive_target(target, docs) or _context_names(section.text, target):
         return "mention"
@@ -304,11 +307,7 @@ def text_names(text: str, target: Target, docs: LinkIndex) -> bool:
     qualified = re.search(rf"(?<![\w$])(?:\w+\.)+{re.escape(target.name)}(?![\w$])", text)
     if qualified and _qualified(qualified.group(0), target):
         return True
-    if not _bare_may_count(target) or not word_pattern(target.name).search(text):
+    if not target.bare_ok or not word_pattern(target.name).search(text):
         return False
     return _distinctive_target(target, docs) or _context_names(text, target)
 
-
-def _bare_may_count(target: Target) -> bool:
-    """A bare ``__init__`` or ``__call__`` names every class's: only qualified ones count."""
-    return target.bare_ok and not (target.name.startswith("__") and target.name.endswith("__"))
