@@ -42,6 +42,7 @@ _VALUE_FIELDS = {
 _FUNCTION_HOLDERS = frozenset(
     {"parenthesized_expression", "as_expression", "satisfies_expression", "call_expression"})
 _FUNCTION_TYPES = frozenset({"arrow_function", "function_expression", "generator_function"})
+_UNWRAPPED_HOLDERS = _FUNCTION_HOLDERS - {"call_expression"}  # a call's own arguments stop
 _PARAMETER_NAMES = frozenset(
     {"identifier", "shorthand_property_identifier_pattern", "property_identifier"}
 )
@@ -225,13 +226,18 @@ def _function(node: Node) -> Node:
     field_name = _VALUE_FIELDS.get(node.type)
     value = node.child_by_field_name(field_name) if field_name is not None else None
     while value is not None and value.type in _FUNCTION_HOLDERS:
-        # ``(f) as F``, ``forwardRef(f)``: the function inside (the tag query matched one)
-        inner = (value.child_by_field_name("arguments") if value.type == "call_expression"
-                 else value)
-        value = next((c for c in inner.named_children if c.type in _FUNCTION_TYPES
-                      or c.type in _FUNCTION_HOLDERS - {"call_expression"}),
-                     None) if inner is not None else None
+        value = _held_function(value)
     return node if value is None else value
+
+
+def _held_function(holder: Node) -> Node | None:
+    """``(f) as F``, ``forwardRef(f)``: the function inside, or the next wrapper of it
+    (the tag query matched only such values)."""
+    inner = (holder.child_by_field_name("arguments") if holder.type == "call_expression"
+             else holder)
+    children = inner.named_children if inner is not None else []
+    return next((c for c in children if c.type in _FUNCTION_TYPES
+                 or c.type in _UNWRAPPED_HOLDERS), None)
 
 
 def _signature_start(outer: Node, spec: LanguageSpec) -> Node:

@@ -242,14 +242,14 @@ def _field_declarations(corpus: SearchCorpus, word: str) -> list[int]:
     tokens = tokenize(name)  # the last is the whole name, or the one (stemmed) word
     if not name.isidentifier() or not tokens or tokens[-1] not in corpus.bm25_postings:
         return []
-    whole = tokens[-1]
+    whole, owner_name = tokens[-1], owner.rsplit(".", 1)[-1]
     declares = re.compile(rf"(?:[\w.<>\[\]?*&,]+[ \t]+)*{re.escape(name)}"
                           rf"[ \t]*(?:\??:|=|;|,|$|[ \t]+[\w*\[(])")
     found = []
     for index in corpus.bm25_postings[whole][0]:
         chunk = corpus.chunks[int(index)]
         if chunk.kind != "class_header" or (
-                owner and (chunk.symbol or "").rsplit(".", 1)[-1] != owner.rsplit(".", 1)[-1]):
+                owner and (chunk.symbol or "").rsplit(".", 1)[-1] != owner_name):
             continue
         if any(declares.match(line) for line in _member_lines(corpus.texts[int(index)])):
             found.append(int(index))
