@@ -969,3 +969,26 @@ def test_go_file_at_the_root_is_qualified_by_its_package() -> None:
 def test_java_without_package_falls_back_to_directory() -> None:
     result = parse_code("app/Main.java", "class Main { void run() {} }\n", "java", "production")
     assert [d.qualified_name for d in result.definitions] == ["app.Main", "app.Main.run"]
+
+
+def test_associated_types_stay_in_their_impl_header() -> None:
+    source = (
+        "struct Keys;\n\n"
+        "impl Iterator for Keys {\n"
+        "    type Item = String;\n\n"
+        "    fn next(&mut self) -> Option<String> {\n"
+        "        None\n"
+        "    }\n"
+        "}\n"
+    )
+    result = parse_code("src/keys.rs", source, "rust", "production")
+    chunks = [(c.kind, c.start_line, c.end_line, c.symbol) for c in result.chunks]
+    header = next(c for c in result.chunks if c.kind == "class_header" and c.start_line == 3)
+
+    assert chunks == [
+        ("class_header", 1, 1, "keys.Keys"),
+        ("class_header", 3, 9, "keys.Keys"),
+        ("definition", 6, 8, "keys.Keys.next"),
+    ]
+    assert "    type Item = String;" in header.text.split("\n")
+    assert "keys.Keys.Item" in {d.qualified_name for d in result.definitions}

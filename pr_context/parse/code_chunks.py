@@ -2,7 +2,8 @@
 
 Units are the module-level sites and the members of unit containers (class-like sites,
 Rust ``impl``/``mod``, TypeScript namespaces); functions nested in functions stay inside
-their parent's chunk, and so do bodiless members (interface methods, trait signatures).
+their parent's chunk, and so do bodiless members (interface methods, trait signatures,
+associated types).
 
 - A function or method unit is one ``definition`` chunk from its leading comments and
   decorators to its end. Over ``MAX_CHUNK_LINES`` or ``MAX_CHUNK_CHARS`` it becomes
@@ -81,14 +82,17 @@ def build_chunks(
 
 
 def _units(sites: list[Site]) -> dict[int, Site]:
-    """Sites that get their own chunks, by ``id``; parents come before their children."""
+    """Sites that get their own chunks, by ``id``; parents come before their children.
+
+    A member without a body (an interface method, a Rust ``type Error = Error;`` in an
+    impl) stays whole in its container's header: a chunk of its own would repeat that
+    line, and one-line aliases would crowd out real code for their common names.
+    """
     units: dict[int, Site] = {}
     for site in sites:
         parent = site.parent
         if parent is None or (
-            parent.is_container
-            and id(parent) in units
-            and (site.is_container or site.body is not None)
+            parent.is_container and id(parent) in units and site.body is not None
         ):
             units[id(site)] = site
     return units
