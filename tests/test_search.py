@@ -146,6 +146,30 @@ def test_a_parameter_on_its_own_line_declares_no_field(
     assert structure_ranking(corpus, "`max_age`") == []
 
 
+MEMBER_FILES = {
+    "src/keys.rs": (
+        "pub struct Keys;\n\nimpl Iterator for Keys {\n    type Item = String;\n\n"
+        "    fn next(&mut self) -> Option<String> {\n        None\n    }\n}\n"),
+    "web/store.ts": (
+        "export interface StoreApi {\n  subscribe(listener: () => void): () => void\n"
+        "  destroy(): void\n}\n"),
+}
+
+
+@pytest.mark.parametrize(("query", "header", "line"), [
+    ("what is `Keys.Item`", "keys.Keys", 3),
+    ("`StoreApi.subscribe`", "web.store.StoreApi", 1),
+])
+def test_a_bodiless_member_named_as_code_finds_its_container(
+        make_repo: Callable[..., GitRepo], tmp_path: Path, query: str, header: str,
+        line: int) -> None:
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    corpus = searcher.corpus(open_repository(make_repo(MEMBER_FILES).path), "HEAD",
+                             tmp_path / "i.duckdb")
+    assert [(corpus.chunks[i].symbol, corpus.chunks[i].start_line)
+            for i, _ in structure_ranking(corpus, query)] == [(header, line)]
+
+
 def test_identifier_query_puts_the_definition_first(shop: tuple[Searcher, SearchCorpus]
                                                     ) -> None:
     outcome = run(shop, "where is create_session defined")

@@ -172,9 +172,21 @@ def _definition_matches(corpus: SearchCorpus, query: str) -> Ranking:
             continue
         share = strength / math.log2(1 + len(matches))
         for definition in matches:
-            for index in corpus.chunk_by_symbol.get(definition.qualified_name, ()):
+            for index in _definition_chunks(corpus, definition):
                 scores[index] = max(scores.get(index, 0.0), share)
     return list(scores.items())
+
+
+def _definition_chunks(corpus: SearchCorpus, definition: DefinitionInfo) -> list[int]:
+    """The chunks of a definition; for a bodiless member (an interface method, an
+    associated type), the header chunk of its container that holds its line."""
+    own = corpus.chunk_by_symbol.get(definition.qualified_name)
+    if own:
+        return own
+    container = definition.qualified_name.rpartition(".")[0]
+    return [i for i in corpus.chunk_by_symbol.get(container, ())
+            if corpus.chunks[i].path == definition.path
+            and corpus.chunks[i].start_line <= definition.start_line <= corpus.chunks[i].end_line]
 
 
 def name_ranking(corpus: SearchCorpus, query: str) -> Ranking:
