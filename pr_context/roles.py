@@ -70,6 +70,8 @@ _TEST_FRAMEWORK = re.compile(
     r"|\bTestCase\b", re.MULTILINE)
 _PYTHON_TEST_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def test|^[ \t]*class Test",
                               re.MULTILINE)
+# #[test], #[tokio::test], #[async_std::test]
+_RUST_TEST_ATTRIBUTE = re.compile(r"^[ \t]*#\[(?:\w+::)*test\]", re.MULTILINE)
 _EXAMPLE_DIRS = frozenset(
     {"examples", "example", "samples", "sample", "demo", "demos", "docs_src", "cookbook"}
 )
@@ -174,8 +176,11 @@ def _test_role(pure: PurePosixPath, dirs: frozenset[str], text: str) -> Role | N
         return "test"
     if not dirs & _TEST_DIRS:
         return None
-    if pure.suffix == ".rs":  # each file directly in tests/ is an integration-test crate
-        return "test" if pure.parent.name == "tests" else "test_support"
+    if pure.suffix == ".rs":
+        # Each file directly in tests/ is an integration-test crate; deeper files are its
+        # modules: tests themselves when they hold #[test] functions, else helpers.
+        is_test = pure.parent.name == "tests" or _RUST_TEST_ATTRIBUTE.search(text)
+        return "test" if is_test else "test_support"
     if pure.suffix in _TESTS_BY_LOCATION and not _HELPER_STEM.fullmatch(pure.stem):
         return "test"
     return "test_support"

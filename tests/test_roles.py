@@ -109,6 +109,10 @@ def test_role_by_path(path: str, role: Role) -> None:
          "print(Environment().from_string('{{ x }}').render(x=1))\n", "example"),
         ("examples/app/test_views.py", "def test_index(client):\n    ...\n", "test"),
         ("examples/tests/test_demo.py", "print('demo')\n", "test"),
+        # a module of a Rust integration-test crate: tests when it holds #[test] functions
+        ("tests/regression/issue979.rs", "#[test]\nfn test() {}\n", "test"),
+        ("tests/io/reader.rs", "    #[tokio::test]\n    async fn reads() {}\n", "test"),
+        ("tests/common/mod.rs", "pub fn setup() -> Config {\n    todo!()\n}\n", "test_support"),
     ],
 )
 def test_role_by_content(path: str, head: str, role: Role) -> None:
