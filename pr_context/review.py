@@ -78,6 +78,7 @@ HEAD_INDEX_NAME = "head-index.duckdb"
 # (A renamed symbol's head callers resolve to its new name: what a rename leaves behind
 # are its old name's callers at base, found by ``_left_on_old_name``.)
 _BREAKING_CHANGES = frozenset({"signature_changed", "removed"})
+_TEST_FILE_ROLES = frozenset({"test", "test_support"})
 # Changed files with these roles are counted, not analysed: nobody reviews them by hand.
 _EXCLUDED_ROLES = frozenset({"generated", "vendored"})
 _NOT_UPDATED = "not updated in this PR"
@@ -396,7 +397,14 @@ def _callers(change: ChangedSymbol, side: _Side, sources: _Sources) -> list[Call
     if change.kind == "variable":
         return readers_of(side.graph.tables, change.qualified_name,
                           lambda path: sources.text(side.sha, path))
-    return callers_of(side.graph, change.qualified_name)
+    callers = callers_of(side.graph, change.qualified_name)
+    if side.links.roles.get(change.path) not in _TEST_FILE_ROLES:
+        return callers
+    # Code does not import its tests: a same-name candidate outside the tests for a test
+    # file's symbol (the library's visitor.visit_enum() for a test's visitor) tells the
+    # reviewer of that test nothing.
+    return [c for c in callers
+            if c.how == "graph" or side.links.roles.get(c.path) in _TEST_FILE_ROLES]
 
 
 def _call_problem(change: ChangedSymbol, caller: Caller, side: _Side,

@@ -507,3 +507,23 @@ def test_removing_an_override_or_a_homonym_breaks_no_call(
     assert flagged["shop.cached.Cached.load"] == [("shop/base.py", False)]
     assert flagged["shop.cached.Store.fetch"] == [("shop/use.py", False)]
     assert flagged["shop.cached.Vault.unseal"] == [("shop/use.py", True)]
+
+
+def test_a_test_files_symbol_lists_no_same_name_candidates_from_the_code(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    fake = ("from shop.db import export\n\n\nclass FakeSource:\n"
+            "    def fetch_rows(self):\n        return []\n\n\n"
+            "def test_export():\n    assert export(FakeSource()) == []\n\n\n"
+            "def test_direct():\n    source = make()\n    assert source.fetch_rows() == []\n")
+    repo = make_repo({"shop/__init__.py": "", "tests/__init__.py": "",
+                      "shop/db.py": "def export(source):\n    return source.fetch_rows()\n",
+                      "tests/test_db.py": fake})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write("tests/test_db.py", fake.replace("return []", "return [1]"))
+    head = repo.commit("fake returns a row")
+
+    run_review(repo, base, head, tmp_path / "base.duckdb", tmp_path / "out")
+    callers = symbol(load_evidence(tmp_path / "out"),
+                     "tests.test_db.FakeSource.fetch_rows")["callers"]
+
+    assert [(c["path"], c["start_line"]) for c in callers] == [("tests/test_db.py", 13)]
