@@ -171,7 +171,8 @@ def review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Pa
     return Report(
         repository=str(repo.path), base=base, head=head,
         index=_index_info(manifest, head_result, base_result),
-        symbols=tuple(symbols), test_selection=tuple(test_selection(tests)),
+        symbols=tuple(symbols),
+        test_selection=tuple(_with_changed_tests(test_selection(tests), pr_diff, roles)),
         timings_ms=timer.stages, excluded_files=tuple(excluded),
         skipped_files=changes.skipped_files,
         notes=tuple(_notes(changes, excluded, skipped, len(wanted), options.budget_s)),
@@ -390,6 +391,16 @@ def _may_break(change: ChangedSymbol, caller: Caller) -> bool:
     if caller.candidate == "override":
         return change.change == "signature_changed"
     return caller.sole
+
+
+def _with_changed_tests(selected: list[str], pr: _PrDiff,
+                        roles: Mapping[str, str]) -> list[str]:
+    """The linked tests, then the test files the PR adds or edits that none of them names:
+    a PR's own tests run whether or not the graph reaches them (serde_json's regression
+    test for a change to its deserializer goes through three trait calls)."""
+    named = {target.split("::", 1)[0] for target in selected}
+    changed = sorted(p for p in pr.added if roles.get(p) == "test" and p not in named)
+    return [*selected, *changed]
 
 
 def _callers(change: ChangedSymbol, side: _Side, sources: _Sources) -> list[Caller]:

@@ -527,3 +527,25 @@ def test_a_test_files_symbol_lists_no_same_name_candidates_from_the_code(
                      "tests.test_db.FakeSource.fetch_rows")["callers"]
 
     assert [(c["path"], c["start_line"]) for c in callers] == [("tests/test_db.py", 13)]
+
+
+def test_the_prs_own_test_files_are_selected_even_when_no_link_reaches_them(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({"shop/__init__.py": "", "tests/__init__.py": "",
+                      "shop/db.py": "def export(rows):\n    return list(rows)\n",
+                      "tests/test_db.py": ("from shop.db import export\n\n\n"
+                                           "def test_export():\n    assert export([]) == []\n")})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write("shop/db.py", "def export(rows):\n    return sorted(rows)\n")
+    repo.write("tests/regression/test_issue9.py",
+               "def test_issue9(client):\n    assert client.get('/export').ok\n")
+    repo.write("docs/export.md", "# Export\n")
+    head = repo.commit("sort exported rows")
+
+    # Without embeddings nothing links the new test: it shares no name and no call.
+    report = review(open_repository(repo.path), base, head, tmp_path / "base.duckdb",
+                    tmp_path / "out", None, SilentProgress())
+
+    assert [t.path for s in report.symbols for t in s.tests] == ["tests/test_db.py"]
+    assert report.test_selection == ("tests/test_db.py::test_export",
+                                     "tests/regression/test_issue9.py")
