@@ -384,8 +384,12 @@ def _may_break(change: ChangedSymbol, caller: Caller) -> bool:
 
     A resolved call, yes. ``self.m()`` that may dispatch to a removed override still
     reaches the base method it resolves to (a changed override's signature may not fit).
-    A same-name candidate among several definitions most likely calls another one.
+    A same-name candidate among several definitions most likely calls another one. A type
+    use (an annotation, a field's type) breaks when the type goes, not when its
+    declaration changes.
     """
+    if caller.kind == "type":
+        return change.change == "removed"
     if caller.candidate is None:
         return True
     if caller.candidate == "override":

@@ -566,6 +566,41 @@ def test_callers(graphs: Callable[[dict[str, str]], SymbolGraph], files: dict[st
     assert sites(graphs(files), symbol) == expected
 
 
+TYPE_USE_FILES = {
+    "web/store.ts": (
+        "export interface StoreApi {\n  get(): number\n}\n"
+        "export function create(): StoreApi {\n  return { get: () => 1 }\n}\n"),
+    "web/app.ts": (
+        "import { StoreApi } from './store';\n"
+        "export function wrap<T>(api: StoreApi, extra: T): number {\n  return api.get();\n}\n"),
+}
+
+
+@pytest.mark.parametrize(("files", "symbol", "expected"), [
+    pytest.param(TYPE_USE_FILES, "web.store.StoreApi", [
+        ("web/app.ts", 2, "web.app.wrap", "graph"),
+        ("web/store.ts", 4, "web.store.create", "graph"),
+    ], id="ts-interface"),
+    # Its methods' receivers (s *Store) are the struct's own, not uses.
+    pytest.param(GO_FILES, "internal.store.Store", [
+        ("internal/store/store.go", 5, "internal.store.Open", "graph"),
+        ("internal/store/store.go", 5, "internal.store.Open", "graph"),
+    ], id="go-struct"),
+    pytest.param(JAVA_FILES, "com.acme.util.Money", [
+        ("src/com/acme/shop/Cart.java", 6, "com.acme.shop.Cart.total", "graph"),  # type
+        ("src/com/acme/shop/Cart.java", 8, "com.acme.shop.Cart.total", "graph"),  # new
+        ("src/com/acme/util/Money.java", 5, "com.acme.util.Money.of", "graph"),  # new
+    ], id="java-class"),
+])
+def test_type_uses_are_callers_of_the_type(
+        graphs: Callable[[dict[str, str]], SymbolGraph], files: dict[str, str], symbol: str,
+        expected: list[Site]) -> None:
+    graph = graphs(files)
+    assert sites(graph, symbol) == expected
+    assert {(c.kind, c.reason.split(" ", 1)[0]) for c in callers_of(graph, symbol)
+            if c.kind == "type"} == {("type", "uses")}
+
+
 OTHER_VALUE_FILES = {
     "src/com/acme/Jobs.java": (
         "package com.acme;\n\nclass Jobs {\n    void handle(String s) {}\n"

@@ -739,3 +739,19 @@ def test_semantic_nearness_links_no_doc_to_a_test(tmp_path: Path) -> None:
                         {"tests/test_prices.py": PRICES_TEST.replace("== sum", "== 0 + sum")})
     assert docs(case, "tests.test_prices.test_total") == []
 
+
+
+@pytest.mark.parametrize(("test_body", "verb"), [
+    ("    assert Order(1)\n", "calls Order (line 5)"),  # Python instantiates by a call
+    ("    order: Order = make()\n    assert order\n", "uses Order (line 5)"),
+])
+def test_a_linked_tests_reason_says_what_it_does_with_a_class(
+        tmp_path: Path, test_body: str, verb: str) -> None:
+    order = "class Order:\n    def __init__(self, id):\n        self.id = id\n"
+    case = analyse_edit(tmp_path, {
+        "shop/models.py": order,
+        "tests/test_models.py": ("from shop.models import Order\n\n\n"
+                                 "def test_order():\n" + test_body),
+    }, {"shop/models.py": order.replace("Order:\n", "Order:\n    kind = 'order'\n")})
+    [item] = linked(case, "shop.models.Order")
+    assert item.reason == f"tests/test_models.py::test_order {verb}"

@@ -549,3 +549,26 @@ def test_the_prs_own_test_files_are_selected_even_when_no_link_reaches_them(
     assert [t.path for s in report.symbols for t in s.tests] == ["tests/test_db.py"]
     assert report.test_selection == ("tests/test_db.py::test_export",
                                      "tests/regression/test_issue9.py")
+
+
+def test_a_type_use_needs_an_update_when_the_type_goes_not_when_it_changes(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    order = "class Order:\n    id: int\n"
+    repo = make_repo({"shop/__init__.py": "", "shop/models.py": order,
+                      "shop/api.py": ("from shop.models import Order\n\n\n"
+                                      "def total(order: Order) -> int:\n    return 0\n")})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write("shop/models.py", order.replace("Order:", "Order(dict):"))
+    changed = repo.commit("orders are dicts")
+    repo.write("shop/models.py", "")
+    removed = repo.commit("orders go")
+
+    for head, flagged in ((changed, False), (removed, True)):
+        out = tmp_path / head
+        run_review(repo, base, head, tmp_path / "base.duckdb", out)
+        report = symbol(load_evidence(out), "shop.models.Order")
+        assert report["change"] == ("removed" if flagged else "signature_changed")
+        [caller] = report["callers"]
+        assert (caller["path"], caller["line"], caller["needs_update"]) == (
+            "shop/api.py", 4, flagged)
+        assert caller["reason"].startswith("uses Order")

@@ -31,6 +31,9 @@ UNBOUND_CONFIDENCE = 0.3
 # Constructors are named by their class: calling or instantiating the class calls them.
 _CONSTRUCTORS = frozenset({"__init__", "constructor"})
 _INSTANTIATING = frozenset({"call", "instantiation"})
+# Sites whose name alone, unresolved, may be a same-name candidate: a type name nothing
+# binds (a generic parameter, a library type) is no evidence of a use.
+_CANDIDATE_KINDS = frozenset({"call", "instantiation"})
 # obj.items() with obj's class unknown is, far more often than not, a dict's: the methods
 # of Python's built-in types give no same-name candidates (a resolved call still counts).
 _BUILTIN_METHOD_NAMES = frozenset(
@@ -55,6 +58,8 @@ class Caller:
     # on an unknown class, or a bare name nothing binds; None for a resolved site
     candidate: Literal["override", "dynamic", "unbound"] | None = None
     sole: bool = True  # no other definition of the name could be the target
+    # what the site does: call, instantiation, attribute, type; read (a module variable)
+    kind: str = "call"
 
 
 @dataclass(frozen=True)
@@ -92,9 +97,9 @@ def build_graph(tables: Tables) -> SymbolGraph:
         found = resolve_site(tables, site)
         if found.state == "resolved" and found.target:
             edges[found.target].append(_Edge(site, found.reason, found.self_class))
-        elif found.state == "dynamic" and site.kind != "attribute":
+        elif found.state == "dynamic" and site.kind in _CANDIDATE_KINDS:
             dynamic[site.name].append(site)
-        elif found.state == "unbound" and site.kind != "attribute":
+        elif found.state == "unbound" and site.kind in _CANDIDATE_KINDS:
             unbound[site.name].append(site)
     return SymbolGraph(tables, _freeze(edges), _freeze(dynamic), _freeze(unbound),
                        _freeze(_by_name(tables)))
@@ -117,8 +122,12 @@ def callers_of(graph: SymbolGraph, qualified_name: str) -> list[Caller]:
 
 
 def _all_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
+    # A type's own members naming it (a Go method's receiver, a Rust impl's return type)
+    # are the type, not its users.
+    own = qualified_name + "."
     yield from (_caller(e.site, "graph", GRAPH_CONFIDENCE, e.reason)
-                for e in graph.edges.get(qualified_name, ()))
+                for e in graph.edges.get(qualified_name, ())
+                if e.site.kind != "type" or not _inside(e.site.enclosing, qualified_name, own))
     yield from _constructor_callers(graph, qualified_name)
     yield from _override_callers(graph, qualified_name)
     yield from _lexical_callers(graph, qualified_name)
@@ -179,7 +188,12 @@ def _candidate_reason(site: Site, count: int) -> str:
 def _caller(site: Site, how: Literal["graph", "lexical"], confidence: float,
             reason: str) -> Caller:
     return Caller(site.path, site.line, site.column, site.enclosing, how,
-                  round(confidence, 3), reason)
+                  round(confidence, 3), reason, kind=site.kind)
+
+
+def _inside(enclosing: str | None, qualified_name: str, prefix: str) -> bool:
+    return enclosing is not None and (enclosing == qualified_name
+                                      or enclosing.startswith(prefix))
 
 
 def _by_name(tables: Tables) -> dict[str, list[str]]:

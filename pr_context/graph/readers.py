@@ -100,7 +100,7 @@ def _reads(tree: ast.Module, path: str, module: str, name: str,
         named = [s.name for s in scopes if not isinstance(s, ast.Lambda)]
         enclosing = ".".join([module, *named]) if named else None
         yield Caller(path, node.lineno, node.col_offset, enclosing, "graph", GRAPH_CONFIDENCE,
-                     f"reads {text}, {spellings.how}")
+                     f"reads {text}, {spellings.how}", kind="read")
 
 
 def _loads(node: ast.AST, scopes: tuple[_Scope, ...]

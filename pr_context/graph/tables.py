@@ -24,8 +24,9 @@ __all__ = [
 CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum"})
 # Languages whose module path follows from the file path alone (see code_paths).
 _PATH_MODULES = frozenset({"python", "javascript", "typescript", "tsx", "rust"})
-# Reference kinds that can call or name a callable; type uses and doc mentions cannot.
-_SITE_KINDS = ("call", "instantiation", "attribute")
+# Reference kinds that can call or name a definition: type uses name classes, interfaces
+# and structs; doc mentions are prose.
+_SITE_KINDS = ("call", "instantiation", "attribute", "type")
 # Chunk kinds whose text is the source lines start_line..end_line (a part after the first
 # repeats the signature lines before them); class headers elide their members.
 _SOURCE_CHUNKS = ("definition", "definition_part", "module")
@@ -51,7 +52,8 @@ class Def:
 
 @dataclass(frozen=True)
 class Site:
-    """One reference that may call something: a call, instantiation or attribute use."""
+    """One reference that may call or name a definition: a call, an instantiation, an
+    attribute use or a type use."""
 
     path: str
     language: str

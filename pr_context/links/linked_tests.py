@@ -80,6 +80,7 @@ _SIGNAL_WEIGHTS = {"graph": GRAPH_WEIGHT, "naming": NAMING_WEIGHT,
                    "cochange": COCHANGE_WEIGHT, "semantic": SEMANTIC_WEIGHT}
 _TEST_ROLE = "test"
 _SUPPORT_ROLES = frozenset({"test", "test_support"})
+_VERBS = {"call": "calls", "instantiation": "instantiates", "read": "reads"}
 _JS_SUFFIXES = r"\.(?:test|spec)\.[cm]?[jt]sx?"
 
 
@@ -150,7 +151,7 @@ def _graph_findings(change: ChangedSymbol, graph: SymbolGraph,
         test = _test_function(index, caller.path, caller.enclosing)
         if role == _TEST_ROLE:
             where = _node_id(test) if test else caller.path
-            verb = "uses" if caller.reason.startswith("uses") else "calls"
+            verb = _VERBS.get(caller.kind, "uses")
             yield _Finding(caller.path, "graph", caller.confidence,
                            f"{where} {verb} {change.symbol} (line {caller.line})",
                            test, caller.line, call=True)
