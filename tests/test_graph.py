@@ -615,6 +615,14 @@ OTHER_VALUE_FILES = {
         "export function onSave() {}\nexport const handlers = { onSave }\n"
         "export function wire(run: (f: () => void) => void, onSave: number) {\n"
         "  run(onSave)\n}\nrun(onSave)\n"),
+    "Cargo.toml": "[package]\nname = \"jobs\"\n",
+    "src/jobs.rs": (
+        "fn parse_item(s: &str) -> i32 { 0 }\n\n"
+        "pub fn all(xs: Vec<&str>) -> Vec<i32> {\n"
+        "    xs.into_iter().map(parse_item).collect()\n}\n\n"
+        "pub fn with(parse_item: fn(&str) -> i32) -> i32 {\n    run(parse_item)\n}\n\n"
+        "pub fn each(xs: Vec<(i32, &str)>) {\n"
+        "    for (n, &parse_item) in xs.iter() {\n        run(parse_item);\n    }\n}\n"),
 }
 
 
@@ -624,13 +632,16 @@ OTHER_VALUE_FILES = {
     pytest.param("com.acme.Printer.show", [
         ("src/com/acme/Jobs.java", 7, "com.acme.Jobs.all", "graph")], id="java-class-reference"),
     pytest.param("cmd.NoArgs", [("cmd/root.go", 5, None, "graph")], id="go-field-value"),
+    pytest.param("jobs.parse_item", [
+        ("src/jobs.rs", 4, "jobs.all", "graph")], id="rust-argument"),
     pytest.param("web.app.onSave", [
         ("web/app.ts", 2, None, "graph"), ("web/app.ts", 6, None, "graph")], id="ts-values"),
 ])
 def test_functions_used_as_values_in_other_languages(
         graphs: Callable[[dict[str, str]], SymbolGraph], symbol: str,
         expected: list[Site]) -> None:
-    # The parameters named like the function (run's NoArgs, wire's onSave) shadow it.
+    # The parameters named like the function (run's NoArgs, wire's onSave, with's
+    # parse_item) and each's loop pattern shadow it.
     assert sites(graphs(OTHER_VALUE_FILES), symbol) == expected
 
 

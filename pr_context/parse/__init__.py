@@ -21,7 +21,7 @@ __all__ = ["PARSER_VERSION", "parse_file"]
 
 # Bump whenever parsing, chunking, roles, redaction or the per-file digests change what
 # lands in the index: indexes built by another parser version are rebuilt, not mixed.
-PARSER_VERSION = "11"
+PARSER_VERSION = "12"
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor"})
 
 

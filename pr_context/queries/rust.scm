@@ -89,5 +89,40 @@
 
 (type_identifier) @name.reference.type
 
+; Names read as values: a function passed, stored or returned (``.map(parse_item)``,
+; ``Handler { run: serve }``, ``spawn(worker::run)``). Locals (below) are left out.
+(arguments (identifier) @name.reference.value)
+(arguments
+  (scoped_identifier
+    path: (_) @receiver
+    name: (identifier) @name.reference.value))
+(field_initializer value: (identifier) @name.reference.value)
+(shorthand_field_initializer (identifier) @name.reference.value)
+(let_declaration value: (identifier) @name.reference.value)
+(return_expression (identifier) @name.reference.value)
+(array_expression (identifier) @name.reference.value)
+(tuple_expression (identifier) @name.reference.value)
+
+; Scopes and the names their patterns bind, to tell a local read as a value from a
+; reference.
+(function_item) @scope
+(closure_expression) @scope
+(parameter pattern: (identifier) @local)
+(closure_parameters (identifier) @local)
+(let_declaration pattern: (identifier) @local)
+(let_condition pattern: (identifier) @local)
+(for_expression pattern: (identifier) @local)
+(match_pattern (identifier) @local)
+(tuple_pattern (identifier) @local)
+(tuple_struct_pattern (identifier) @local)
+(slice_pattern (identifier) @local)
+(field_pattern name: (shorthand_field_identifier) @local)
+(field_pattern pattern: (identifier) @local)
+(ref_pattern (identifier) @local)
+(reference_pattern (identifier) @local)
+(mut_pattern (identifier) @local)
+(captured_pattern (identifier) @local)
+(or_pattern (identifier) @local)
+
 (use_declaration) @import
 (extern_crate_declaration) @import
