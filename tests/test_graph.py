@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from pr_context.graph import SymbolGraph, callers_of
+from pr_context.graph.declared import parameter_types, return_type
 
 PY_FILES = {
     "shop/__init__.py": "from .session import create_session\n",
@@ -599,6 +600,92 @@ def test_type_uses_are_callers_of_the_type(
     assert sites(graph, symbol) == expected
     assert {(c.kind, c.reason.split(" ", 1)[0]) for c in callers_of(graph, symbol)
             if c.kind == "type"} == {("type", "uses")}
+
+
+DECLARED_FILES = {
+    "src/com/acme/Money.java": (
+        "package com.acme;\n\npublic class Money {\n"
+        "    public static Money of(int c) { return new Money(); }\n"
+        "    public Money plus(Money other) { return this; }\n"
+        "    public int cents() { return 0; }\n}\n"),
+    "src/com/acme/Coin.java": (
+        "package com.acme;\n\nclass Coin {\n    int cents() { return 1; }\n}\n"),
+    "src/com/acme/Till.java": (
+        "package com.acme;\n\nclass Till {\n    int total(final Money m) {\n"
+        "        return m.cents();\n    }\n    int chain() {\n"
+        "        return Money.of(1).plus(null).cents();\n    }\n}\n"),
+    "go.mod": "module example.com/app\n",
+    "store/store.go": (
+        "package store\n\ntype Store struct{}\n\nfunc Open() *Store { return &Store{} }\n\n"
+        "func (s *Store) Get() string { return \"\" }\n\ntype Cache struct{}\n\n"
+        "func (c *Cache) Get() string { return \"\" }\n\n"
+        "func Read(a, s *Store) string {\n\treturn s.Get()\n}\n\n"
+        "func First() string {\n\treturn Open().Get()\n}\n"),
+    "web/api.ts": (
+        "export class Api {\n  get(): number { return 1 }\n}\n"
+        "export class Other {\n  get(): number { return 2 }\n}\n"
+        "export function make(): Api { return new Api() }\n"
+        "export function use(api?: Api): number {\n  return api.get() + make().get()\n}\n"),
+    "Cargo.toml": "[package]\nname = \"shop\"\n",
+    "src/shop.rs": (
+        "pub struct Cart;\nimpl Cart {\n    pub fn new() -> Self { Cart }\n"
+        "    pub fn total(&self) -> i32 { 0 }\n}\npub struct Till;\nimpl Till {\n"
+        "    pub fn total(&self) -> i32 { 1 }\n}\npub fn sum(c: &Cart) -> i32 {\n"
+        "    c.total() + Cart::new().total()\n}\n"),
+}
+
+
+@pytest.mark.parametrize(("symbol", "expected"), [
+    pytest.param("com.acme.Money.cents", [
+        ("src/com/acme/Till.java", 5, "com.acme.Till.total", "graph"),  # a parameter
+        ("src/com/acme/Till.java", 8, "com.acme.Till.chain", "graph"),  # along the chain
+    ], id="java"),
+    pytest.param("com.acme.Coin.cents", [], id="java-other-class"),
+    pytest.param("store.Store.Get", [
+        ("store/store.go", 14, "store.Read", "graph"),
+        ("store/store.go", 18, "store.First", "graph"),
+    ], id="go"),
+    pytest.param("store.Cache.Get", [], id="go-other-struct"),
+    pytest.param("web.api.Api.get", [
+        ("web/api.ts", 9, "web.api.use", "graph"),
+        ("web/api.ts", 9, "web.api.use", "graph"),
+    ], id="typescript"),
+    pytest.param("web.api.Other.get", [], id="typescript-other-class"),
+    pytest.param("shop.Cart.total", [
+        ("src/shop.rs", 11, "shop.sum", "graph"),
+        ("src/shop.rs", 11, "shop.sum", "graph"),
+    ], id="rust-self"),
+    pytest.param("shop.Till.total", [], id="rust-other-struct"),
+])
+def test_receivers_typed_by_declarations(
+        graphs: Callable[[dict[str, str]], SymbolGraph], symbol: str,
+        expected: list[Site]) -> None:
+    assert sites(graphs(DECLARED_FILES), symbol) == expected
+
+
+@pytest.mark.parametrize(("language", "signature", "name", "parameters", "returned"), [
+    ("java", "public static <T> Money of(@Nullable final Cents c, int n, Money... more)",
+     "of", {"c": "Cents", "n": "int"}, "Money"),
+    ("java", "void put(Map<String, List<Money>> byName, com.acme.Money m)", "put",
+     {"byName": "Map", "m": "com.acme.Money"}, "void"),
+    ("go", "func (s *Store) Copy(a, b *Store, keys []string, f func(int) error) (*Store, error)",
+     "Copy", {"a": "Store", "b": "Store"}, None),
+    ("go", "func Open(path string) *db.Store", "Open", {"path": "string"}, "db.Store"),
+    ("typescript", "export function wrap<T>(api?: StoreApi<T> | undefined, "
+     "cb: (a: number, b: string) => void, { x }: Props): Wrapped<T> {",
+     "wrap", {"api": "StoreApi"}, "Wrapped"),
+    ("tsx", "constructor(private readonly store: Store, n = 1)", "constructor",
+     {"store": "Store"}, None),
+    ("rust", "pub fn merge<'a>(&mut self, other: &'a mut Cart, mut n: u8) -> Result<Self, E>",
+     "merge", {"other": "Cart", "n": "u8"}, "Result"),
+    ("rust", "fn new() -> Self where T: Clone", "new", {}, "Self"),
+    ("python", "def f(x: Cart) -> Cart", "f", {}, None),
+])
+def test_declared_parameter_and_return_types(
+        language: str, signature: str, name: str, parameters: dict[str, str],
+        returned: str | None) -> None:
+    assert parameter_types(signature, name, language) == parameters
+    assert return_type(signature, name, language) == returned
 
 
 OTHER_VALUE_FILES = {

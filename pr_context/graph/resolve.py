@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from pr_context.graph.declared import parameter_types, return_type
 from pr_context.graph.infer import Inferred, infer, is_local
 from pr_context.graph.names import (
     bind_name,
@@ -14,7 +15,7 @@ from pr_context.graph.names import (
     method_in,
     resolve_dotted,
 )
-from pr_context.graph.tables import CLASS_KINDS, Site, Tables
+from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables
 
 __all__ = ["Resolution", "resolve_site"]
 
@@ -34,6 +35,8 @@ _PYTHON_BUILTINS = frozenset(dir(builtins))
 _SUPER = re.compile(r"super(\(.*\))?")
 _CONSTRUCTED = re.compile(r"(?:new\s+)?([A-Za-z_$][\w$.]*)\(.*\)")
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_NAME_SEGMENT = re.compile(r"[A-Za-z_$][\w$]*")
+_CALL_SEGMENT = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:<[^()]*>)?\s*\(.*\)", re.DOTALL)
 _GO_RECEIVER = re.compile(r"func\s*\(\s*(\w+)\s+\*?\s*\w")
 
 
@@ -70,7 +73,7 @@ def resolve_site(tables: Tables, site: Site) -> Resolution:
     if held is not None:
         return _resolve_typed(tables, site, held)
     constructed = _CONSTRUCTED.fullmatch(receiver)
-    if constructed:
+    if constructed and _closes_at_end(receiver, constructed.end(1)):
         return _resolve_on_instance(tables, site, constructed.group(1))
     if _DOTTED.fullmatch(receiver):
         return _resolve_qualified(tables, site, receiver)
@@ -120,13 +123,108 @@ def _resolve_on_instance(tables: Tables, site: Site, class_text: str) -> Resolut
                       f"{_call_text(site)} on a new {d.qualified_name} resolves to {method}")
 
 
-def _held_class(tables: Tables, site: Site, receiver: str) -> Inferred | None:
-    """The instance a Python receiver evidently holds (``x``, ``self.a.b``, ``f().g``)."""
-    if site.language != "python":
+def _closes_at_end(text: str, opening: int) -> bool:
+    """Whether the parenthesis at ``opening`` closes at the end of ``text``: one call,
+    ``Money.of(1)``, not a chain ``Money.of(1).plus(2)`` whose last call sets the class."""
+    depth = 0
+    for index in range(opening, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[index], 0)
+        if depth == 0:
+            return index == len(text) - 1
+    return False
+
+
+def _returned_class(tables: Tables, function: Def) -> Def | None:
+    """The index class a typed function declares it returns (Rust's ``Self``: its own)."""
+    returned = return_type(function.signature, function.name, function.language)
+    if returned is None:
         return None
+    if returned == "Self":
+        return tables.definitions.get(function.parent or "")
+    return _class_named(tables, function.path, function.qualified_name, returned)
+
+
+def _held_class(tables: Tables, site: Site, receiver: str) -> Inferred | None:
+    """The instance a receiver evidently holds: in Python, ``x``, ``self.a.b``, ``f().g``;
+    in a statically typed language, see :func:`_typed_receiver`."""
     scope = tables.definitions.get(site.enclosing or "")
+    if site.language != "python":
+        return _typed_receiver(tables, site, scope, receiver)
     held = infer(tables, site.path, scope, site.line, receiver)
     return held if held is not None and held.kind == "instance" else None
+
+
+def _typed_receiver(tables: Tables, site: Site, scope: Def | None,
+                    receiver: str) -> Inferred | None:
+    """The class a statically typed receiver holds, from declarations alone: a parameter
+    (``type`` in ``void f(TypeName type)``), a new instance (``new Money(1)``), what a
+    function declares it returns (``ClassName.get(...)``), and so on along a call chain
+    (``Foo.builder().name(n)``). A field read or an undeclared step ends it: unknown."""
+    segments = _segments(receiver)
+    held, how, start = _chain_head(tables, site, scope, segments)
+    for segment in segments[start:]:
+        call = _CALL_SEGMENT.fullmatch(segment)
+        method = call and held and method_in(tables, held.qualified_name, call.group(1))
+        held = _returned_class(tables, tables.definitions[method]) if method else None
+        if held is None:
+            return None
+        how = f"what {method} returns"
+    if held is None or held.kind not in CLASS_KINDS:
+        return None
+    return Inferred("instance", held.qualified_name, how)
+
+
+def _chain_head(tables: Tables, site: Site, scope: Def | None,
+                segments: list[str]) -> tuple[Def | None, str, int]:
+    """The class the first steps of a chain hold, how, and how many steps that took."""
+    if not segments:
+        return None, "", 0
+    if scope is not None and _NAME_SEGMENT.fullmatch(segments[0]):
+        declared = parameter_types(scope.signature, scope.name, scope.language).get(
+            segments[0])
+        if declared:
+            return (_class_named(tables, site.path, site.enclosing, declared),
+                    f"a parameter declared {declared}", 1)
+    for end, segment in enumerate(segments):
+        call = _CALL_SEGMENT.fullmatch(segment.removeprefix("new "))
+        if call is None:
+            if not _NAME_SEGMENT.fullmatch(segment):
+                break
+            continue
+        named = ".".join([*segments[:end], call.group(1)])
+        d = _definition_named(tables, site.path, site.enclosing, named)
+        if d is None or d.kind in CLASS_KINDS:
+            return d, f"a new {named}", end + 1
+        return _returned_class(tables, d), f"what {d.qualified_name} returns", end + 1
+    return None, "", 0
+
+
+def _segments(receiver: str) -> list[str]:
+    """``receiver`` split at the dots outside brackets, each step stripped."""
+    steps: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for char in receiver:
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
+        if char == "." and depth == 0:
+            steps.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    return [*steps, "".join(current).strip()]
+
+
+def _definition_named(tables: Tables, path: str, enclosing: str | None,
+                      dotted: str) -> Def | None:
+    head, _, rest = dotted.partition(".")
+    binding = bind_name(tables, path, enclosing, head)
+    found = binding and resolve_dotted(tables, ".".join(p for p in (binding.target, rest) if p))
+    return tables.definitions.get(found or "")
+
+
+def _class_named(tables: Tables, path: str, enclosing: str | None, dotted: str) -> Def | None:
+    d = _definition_named(tables, path, enclosing, dotted)
+    return d if d is not None and d.kind in CLASS_KINDS else None
 
 
 def _resolve_typed(tables: Tables, site: Site, held: Inferred) -> Resolution:

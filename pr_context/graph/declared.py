@@ -1,0 +1,171 @@
+"""Declared parameter and return types of Java, TypeScript, Go and Rust functions, read
+from their signature text.
+
+A statically typed parameter holds an instance of its declared type (or of a subtype), so
+``type.withoutAnnotations()`` inside ``void f(TypeName type)`` calls ``TypeName``'s
+method, and ``ClassName.get(...).isBoxedPrimitive()`` calls the method of the class
+``get`` declares it returns. Only a plain named type counts: ``Foo``, ``*Foo``,
+``&mut Foo``, ``Foo<T>``, ``pkg.Foo``, ``Foo | undefined``; arrays, slices, unions of two
+types, function types and destructured parameters name nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+__all__ = ["parameter_types", "return_type"]
+
+_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_CLOSERS = frozenset(_PAIRS.values())
+_GENERIC_ARGUMENTS = re.compile(r"<[^<>]*>")
+_JAVA_ANNOTATION = re.compile(r"@[\w.]+(?:\([^)]*\))?\s*")
+_JAVA_MODIFIERS = re.compile(r"\b(?:final)\s+")
+_TS_MODIFIERS = re.compile(r"^(?:(?:public|private|protected|readonly|override)\s+)+")
+_TS_NULLISH = re.compile(r"\s*\|\s*(?:undefined|null)\b|\b(?:undefined|null)\s*\|\s*")
+_RUST_REFERENCE = re.compile(r"^&\s*(?:'\w+\s+)?(?:mut\s+)?|^mut\s+")
+_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+_TYPE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_LANGUAGES = frozenset({"java", "typescript", "tsx", "go", "rust"})
+
+
+@cache
+def parameter_types(signature: str, name: str, language: str) -> dict[str, str]:
+    """Parameter name -> its declared type's dotted name, for ``language``'s function
+    ``name`` with ``signature``; empty for another language or an unreadable signature."""
+    if language not in _LANGUAGES:
+        return {}
+    span = _parameter_span(signature, name)
+    if span is None:
+        return {}
+    parameters = [p.strip() for p in _split(signature[span[0] + 1 : span[1]]) if p.strip()]
+    if language == "go":
+        return _go(parameters)
+    read = {"java": _java, "rust": _rust}.get(language, _typescript)
+    found = {}
+    for parameter in parameters:
+        pair = read(parameter)
+        if pair is not None:
+            found[pair[0]] = pair[1]
+    return found
+
+
+@cache
+def return_type(signature: str, name: str, language: str) -> str | None:
+    """The dotted name of the type function ``name`` declares it returns, if plain."""
+    if language not in _LANGUAGES:
+        return None
+    span = _parameter_span(signature, name)
+    if span is None:
+        return None
+    if language == "java":
+        before = _JAVA_MODIFIERS.sub("", _JAVA_ANNOTATION.sub("", signature[: _name_end(
+            signature, name) - len(name)]))
+        words = _GENERIC_ARGUMENTS.sub("", before).split()
+        return _plain_type(words[-1]) if words else None
+    after = signature[span[1] + 1 :].strip()
+    if language == "go":
+        return _plain_type(after.split("{", 1)[0].strip().lstrip("*"))
+    if language == "rust":
+        match = re.match(r"->\s*([^{]+?)\s*(?:where\b|\{|$)", after)
+        return _plain_type(_RUST_REFERENCE.sub("", match.group(1)).replace("::", ".")
+                           ) if match else None
+    match = re.match(r":\s*([^{=]+?)\s*(?:\{|=>|$)", after)
+    return _plain_type(_TS_NULLISH.sub("", match.group(1))) if match else None
+
+
+def _name_end(signature: str, name: str) -> int:
+    at = re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", signature)
+    return at.end() if at else 0
+
+
+def _parameter_span(signature: str, name: str) -> tuple[int, int] | None:
+    """Where the parentheses that follow ``name`` (after Go's receiver) open and close."""
+    start = signature.find("(", _name_end(signature, name))
+    if start < 0:
+        return None
+    depth = 0
+    for index in range(start, len(signature)):
+        char = signature[index]
+        if signature.startswith("=>", index):
+            continue
+        if char in _PAIRS:
+            depth += 1
+        elif char in _CLOSERS and signature[index - 1] != "=":
+            depth -= 1
+            if depth == 0:
+                return start, index
+    return None
+
+
+def _split(group: str) -> list[str]:
+    """``group`` split at commas outside brackets (``Map<K, V> m``, ``f: (a, b) => c``)."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for index, char in enumerate(group):
+        if char in _PAIRS:
+            depth += 1
+        elif char in _CLOSERS and group[index - 1] != "=":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    return [*parts, "".join(current)]
+
+
+def _java(parameter: str) -> tuple[str, str] | None:
+    text = _JAVA_MODIFIERS.sub("", _JAVA_ANNOTATION.sub("", parameter)).strip()
+    type_text, _, name = text.rpartition(" ")
+    return _pair(name, type_text)
+
+
+def _typescript(parameter: str) -> tuple[str, str] | None:
+    text = _TS_MODIFIERS.sub("", parameter).split("=", 1)[0].strip()
+    name, colon, type_text = text.partition(":")
+    if not colon:
+        return None
+    return _pair(name.strip().rstrip("?"), _TS_NULLISH.sub("", type_text))
+
+
+def _rust(parameter: str) -> tuple[str, str] | None:
+    pattern, colon, type_text = parameter.partition(":")
+    if not colon:
+        return None  # self, &self, &mut self
+    return _pair(re.sub(r"^mut\s+", "", pattern.strip()),
+                 _RUST_REFERENCE.sub("", type_text.strip()).replace("::", "."))
+
+
+def _go(parameters: list[str]) -> dict[str, str]:
+    """Go groups names before their type: ``a, b *Store`` types both."""
+    found: dict[str, str] = {}
+    waiting: list[str] = []
+    for parameter in parameters:
+        name, _, type_text = parameter.partition(" ")
+        if not type_text.strip():
+            waiting.append(name)
+            continue
+        for each in (*waiting, name):
+            pair = _pair(each, type_text.strip().lstrip("*"))
+            if pair is not None:
+                found[pair[0]] = pair[1]
+        waiting = []
+    return found
+
+
+def _pair(name: str, type_text: str) -> tuple[str, str] | None:
+    """(name, dotted type) when ``name`` is a plain name and ``type_text`` a named type."""
+    bare = _plain_type(type_text)
+    if not _NAME.fullmatch(name) or bare is None:
+        return None
+    return name, bare
+
+
+def _plain_type(type_text: str) -> str | None:
+    """``type_text`` without generic arguments, when what is left is a dotted name."""
+    bare = type_text.strip()
+    while _GENERIC_ARGUMENTS.search(bare):
+        bare = _GENERIC_ARGUMENTS.sub("", bare)
+    return bare if _TYPE.fullmatch(bare) else None
