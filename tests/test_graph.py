@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from pr_context.graph import SymbolGraph, callers_of
-from pr_context.graph.declared import parameter_types, return_type
+from pr_context.graph.declared import local_declaration, parameter_types, return_type
 
 PY_FILES = {
     "shop/__init__.py": "from .session import create_session\n",
@@ -542,8 +542,8 @@ def sites(graph: SymbolGraph, qualified_name: str) -> list[Site]:
         ("internal/store/store.go", 7, "internal.store.Store.Get", "graph"),
     ], id="go-method-on-own-receiver"),
     pytest.param(GO_FILES, "internal.store.Store.Get", [
-        ("cmd/app/main.go", 10, "cmd.app.main", "lexical"),
-    ], id="go-method-on-unknown-receiver"),
+        ("cmd/app/main.go", 10, "cmd.app.main", "graph"),  # s := db.Open(), a *Store
+    ], id="go-method-on-a-returned-receiver"),
     pytest.param(JAVA_FILES, "com.acme.util.Money.Money", [
         ("src/com/acme/shop/Cart.java", 8, "com.acme.shop.Cart.total", "graph"),
         ("src/com/acme/util/Money.java", 5, "com.acme.util.Money.of", "graph"),
@@ -614,7 +614,21 @@ DECLARED_FILES = {
         "package com.acme;\n\nclass Till {\n    int total(final Money m) {\n"
         "        return m.cents();\n    }\n    int chain() {\n"
         "        return Money.of(1).plus(null).cents();\n    }\n}\n"),
+    "src/com/acme/Bank.java": (
+        "package com.acme;\n\nclass Bank {\n    int count() {\n"
+        "        Money held = Money.of(2);\n        int n = held.cents();\n"
+        "        final Money other;\n        return n + other.cents();\n    }\n}\n"),
     "go.mod": "module example.com/app\n",
+    "store/use.go": (
+        "package store\n\nfunc Use() string {\n\ts := Open()\n\tvar t *Store\n"
+        "\treturn s.Get() + t.Get()\n}\n"),
+    "web/use.ts": (
+        "import { Api, make } from './api'\nexport function run(): number {\n"
+        "  const a = make()\n  let b: Api | undefined = undefined\n"
+        "  return a.get() + b.get()\n}\n"),
+    "src/till.rs": (
+        "use crate::shop::Cart;\npub fn run() -> i32 {\n    let mut c = Cart::new();\n"
+        "    let d: &Cart = &c;\n    c.total() + d.total()\n}\n"),
     "store/store.go": (
         "package store\n\ntype Store struct{}\n\nfunc Open() *Store { return &Store{} }\n\n"
         "func (s *Store) Get() string { return \"\" }\n\ntype Cache struct{}\n\n"
@@ -637,6 +651,8 @@ DECLARED_FILES = {
 
 @pytest.mark.parametrize(("symbol", "expected"), [
     pytest.param("com.acme.Money.cents", [
+        ("src/com/acme/Bank.java", 6, "com.acme.Bank.count", "graph"),  # assigned Money.of
+        ("src/com/acme/Bank.java", 8, "com.acme.Bank.count", "graph"),  # declared Money
         ("src/com/acme/Till.java", 5, "com.acme.Till.total", "graph"),  # a parameter
         ("src/com/acme/Till.java", 8, "com.acme.Till.chain", "graph"),  # along the chain
     ], id="java"),
@@ -644,16 +660,22 @@ DECLARED_FILES = {
     pytest.param("store.Store.Get", [
         ("store/store.go", 14, "store.Read", "graph"),
         ("store/store.go", 18, "store.First", "graph"),
+        ("store/use.go", 6, "store.Use", "graph"),
+        ("store/use.go", 6, "store.Use", "graph"),
     ], id="go"),
     pytest.param("store.Cache.Get", [], id="go-other-struct"),
     pytest.param("web.api.Api.get", [
         ("web/api.ts", 9, "web.api.use", "graph"),
         ("web/api.ts", 9, "web.api.use", "graph"),
+        ("web/use.ts", 5, "web.use.run", "graph"),
+        ("web/use.ts", 5, "web.use.run", "graph"),
     ], id="typescript"),
     pytest.param("web.api.Other.get", [], id="typescript-other-class"),
     pytest.param("shop.Cart.total", [
         ("src/shop.rs", 11, "shop.sum", "graph"),
         ("src/shop.rs", 11, "shop.sum", "graph"),
+        ("src/till.rs", 5, "till.run", "graph"),
+        ("src/till.rs", 5, "till.run", "graph"),
     ], id="rust-self"),
     pytest.param("shop.Till.total", [], id="rust-other-struct"),
 ])
@@ -686,6 +708,23 @@ def test_declared_parameter_and_return_types(
         returned: str | None) -> None:
     assert parameter_types(signature, name, language) == parameters
     assert return_type(signature, name, language) == returned
+
+
+@pytest.mark.parametrize(("language", "line", "name", "declared"), [
+    ("java", "        final Map<String, X> held = new HashMap<>();", "held",
+     ("Map", "new HashMap<>()")),
+    ("java", "        return held;", "held", (None, None)),
+    ("typescript", "  const store: StoreApi<T> | null = create(init)", "store",
+     ("StoreApi", "create(init)")),
+    ("tsx", "  let api = make();", "api", (None, "make()")),
+    ("go", "\tcmd := NewCommand(\"x\")", "cmd", (None, 'NewCommand("x")')),
+    ("go", "\tvar c *Command", "c", ("Command", None)),
+    ("rust", "    let v: &mut Value = &x;", "v", ("Value", "&x")),
+    ("rust", "    let other = 1;", "v", (None, None)),
+])
+def test_local_declarations(language: str, line: str, name: str,
+                            declared: tuple[str | None, str | None]) -> None:
+    assert local_declaration(line, name, language) == declared
 
 
 OTHER_VALUE_FILES = {

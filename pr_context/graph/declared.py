@@ -1,5 +1,5 @@
-"""Declared parameter and return types of Java, TypeScript, Go and Rust functions, read
-from their signature text.
+"""Declared parameter, return and local variable types of Java, TypeScript, Go and Rust
+functions, read from their signature and source text.
 
 A statically typed parameter holds an instance of its declared type (or of a subtype), so
 ``type.withoutAnnotations()`` inside ``void f(TypeName type)`` calls ``TypeName``'s
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-__all__ = ["parameter_types", "return_type"]
+__all__ = ["local_declaration", "parameter_types", "return_type"]
 
 _PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLOSERS = frozenset(_PAIRS.values())
@@ -72,6 +72,45 @@ def return_type(signature: str, name: str, language: str) -> str | None:
                            ) if match else None
     match = re.match(r":\s*([^{=]+?)\s*(?:\{|=>|$)", after)
     return _plain_type(_TS_NULLISH.sub("", match.group(1))) if match else None
+
+
+# One statement per line, the usual style: `Type name = value;`, `const name: T = value`,
+# `name := value`, `var name T`, `let mut name: T = value;`.
+_LOCAL_FORMS = {
+    "java": r"\s*(?:final\s+)?(?P<type>[\w.$]+(?:<.*>)?)\s+{name}\s*(?:=\s*(?P<value>.+?))?;",
+    "typescript": r"\s*(?:const|let|var)\s+{name}\s*(?::\s*(?P<type>[^=]+?))?\s*"
+                  r"(?:=\s*(?P<value>.+?))?;?",
+    "go": r"\s*(?:{name}\s*:=\s*(?P<value>.+)|var\s+{name}\s+(?P<type>[^=]+?)"
+          r"(?:\s*=\s*(?P<value2>.+))?)",
+    "rust": r"\s*let\s+(?:mut\s+)?{name}\s*(?::\s*(?P<type>[^=]+?))?\s*="
+            r"\s*(?P<value>.+?);",
+}
+_LOCAL_FORMS["tsx"] = _LOCAL_FORMS["javascript"] = _LOCAL_FORMS["typescript"]
+_JAVA_NOT_TYPES = frozenset({"return", "new", "throw", "else", "case", "yield"})
+
+
+def local_declaration(line: str, name: str, language: str) -> tuple[str | None, str | None]:
+    """(declared type, assigned expression) when ``line`` declares the local ``name``;
+    (None, None) otherwise. The type is a dotted name or None; the value is raw text."""
+    form = _LOCAL_FORMS.get(language)
+    match = form and _local_pattern(form, name).fullmatch(line.rstrip())
+    if not match:
+        return None, None
+    groups = match.groupdict()
+    declared = groups.get("type")
+    if language == "java" and declared in _JAVA_NOT_TYPES:
+        return None, None
+    if declared and language == "rust":
+        declared = _RUST_REFERENCE.sub("", declared.strip()).replace("::", ".")
+    if declared and language in ("typescript", "tsx", "javascript"):
+        declared = _TS_NULLISH.sub("", declared)
+    value = groups.get("value") or groups.get("value2")
+    return (_plain_type(declared.lstrip("*")) if declared else None), value
+
+
+@cache
+def _local_pattern(form: str, name: str) -> re.Pattern[str]:
+    return re.compile(form.replace("{name}", re.escape(name)))
 
 
 def _name_end(signature: str, name: str) -> int:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from pr_context.graph.declared import parameter_types, return_type
+from pr_context.graph.declared import local_declaration, parameter_types, return_type
 from pr_context.graph.infer import Inferred, infer, is_local
 from pr_context.graph.names import (
     bind_name,
@@ -35,6 +35,8 @@ _PYTHON_BUILTINS = frozenset(dir(builtins))
 _SUPER = re.compile(r"super(\(.*\))?")
 _CONSTRUCTED = re.compile(r"(?:new\s+)?([A-Za-z_$][\w$.]*)\(.*\)")
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+# A local assigned from another local assigned from ...: typed this many steps deep.
+_MAX_DEPTH = 3
 _NAME_SEGMENT = re.compile(r"[A-Za-z_$][\w$]*")
 _CALL_SEGMENT = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:<[^()]*>)?\s*\(.*\)", re.DOTALL)
 _GO_RECEIVER = re.compile(r"func\s*\(\s*(\w+)\s+\*?\s*\w")
@@ -154,14 +156,14 @@ def _held_class(tables: Tables, site: Site, receiver: str) -> Inferred | None:
     return held if held is not None and held.kind == "instance" else None
 
 
-def _typed_receiver(tables: Tables, site: Site, scope: Def | None,
-                    receiver: str) -> Inferred | None:
+def _typed_receiver(tables: Tables, site: Site, scope: Def | None, receiver: str,
+                    depth: int = 0) -> Inferred | None:
     """The class a statically typed receiver holds, from declarations alone: a parameter
     (``type`` in ``void f(TypeName type)``), a new instance (``new Money(1)``), what a
     function declares it returns (``ClassName.get(...)``), and so on along a call chain
     (``Foo.builder().name(n)``). A field read or an undeclared step ends it: unknown."""
     segments = _segments(receiver)
-    held, how, start = _chain_head(tables, site, scope, segments)
+    held, how, start = _chain_head(tables, site, scope, segments, depth)
     for segment in segments[start:]:
         call = _CALL_SEGMENT.fullmatch(segment)
         method = call and held and method_in(tables, held.qualified_name, call.group(1))
@@ -174,17 +176,15 @@ def _typed_receiver(tables: Tables, site: Site, scope: Def | None,
     return Inferred("instance", held.qualified_name, how)
 
 
-def _chain_head(tables: Tables, site: Site, scope: Def | None,
-                segments: list[str]) -> tuple[Def | None, str, int]:
+def _chain_head(tables: Tables, site: Site, scope: Def | None, segments: list[str],
+                depth: int) -> tuple[Def | None, str, int]:
     """The class the first steps of a chain hold, how, and how many steps that took."""
     if not segments:
         return None, "", 0
     if scope is not None and _NAME_SEGMENT.fullmatch(segments[0]):
-        declared = parameter_types(scope.signature, scope.name, scope.language).get(
-            segments[0])
-        if declared:
-            return (_class_named(tables, site.path, site.enclosing, declared),
-                    f"a parameter declared {declared}", 1)
+        variable = _variable_class(tables, site, scope, segments[0], depth)
+        if variable is not None:
+            return variable[0], variable[1], 1
     for end, segment in enumerate(segments):
         call = _CALL_SEGMENT.fullmatch(segment.removeprefix("new "))
         if call is None:
@@ -197,6 +197,29 @@ def _chain_head(tables: Tables, site: Site, scope: Def | None,
             return d, f"a new {named}", end + 1
         return _returned_class(tables, d), f"what {d.qualified_name} returns", end + 1
     return None, "", 0
+
+
+def _variable_class(tables: Tables, site: Site, scope: Def, name: str,
+                    depth: int) -> tuple[Def | None, str] | None:
+    """What a parameter or local ``name`` holds at the site: its declared class, or the
+    class of the value it was last declared with (None inside: a name it declares but
+    whose class is not evident); None when the scope declares no such name."""
+    declared = parameter_types(scope.signature, scope.name, scope.language).get(name)
+    if declared:
+        return (_class_named(tables, site.path, site.enclosing, declared),
+                f"a parameter declared {declared}")
+    lines = tables.lines.get(site.path, {})
+    for line in range(site.line - 1, scope.start_line, -1):
+        declared, value = local_declaration(lines.get(line, ""), name, site.language)
+        if declared:
+            return (_class_named(tables, site.path, site.enclosing, declared),
+                    f"declared {declared} on line {line}")
+        if value is not None:
+            held = (_typed_receiver(tables, site, scope, value.replace("::", "."), depth + 1)
+                    if depth < _MAX_DEPTH else None)
+            found = tables.definitions.get(held.target) if held else None
+            return found, f"assigned {value} on line {line}"
+    return None
 
 
 def _segments(receiver: str) -> list[str]:

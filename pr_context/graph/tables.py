@@ -30,6 +30,7 @@ _SITE_KINDS = ("call", "instantiation", "attribute", "type")
 # Chunk kinds whose text is the source lines start_line..end_line (a part after the first
 # repeats the signature lines before them); class headers elide their members.
 _SOURCE_CHUNKS = ("definition", "definition_part", "module")
+_LINE_LANGUAGES = "'python', 'java', 'typescript', 'tsx', 'javascript', 'go', 'rust'"
 Rows = Sequence[tuple[Any, ...]]
 # `    name = ...`, `    name: T`: a class-level field in a class header (multiline mode).
 _FIELD = re.compile(r"^[ \t]+([A-Za-z_]\w*)[ \t]*(?::|=(?!=))", re.MULTILINE)
@@ -76,7 +77,8 @@ class Tables:
     imports: Mapping[str, tuple[Import, ...]]  # path -> imports in source order
     sites: tuple[Site, ...]
     bases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # class -> bases
-    lines: Mapping[str, Mapping[int, str]] = field(default_factory=dict)  # Python source
+    # source lines of Python (its type inference) and typed languages (local declarations)
+    lines: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
     # (scope, name) -> what a local name holds, in line order; filled by build_graph
     variables: Mapping[tuple[str, str], tuple[Assignment, ...]] = field(default_factory=dict)
     # (class, attribute) -> class of what every ``self.attribute = ...`` in it assigns
@@ -116,8 +118,9 @@ def read_tables(store: IndexStore) -> Tables:
                         f"WHERE kind IN ({kinds}) ORDER BY path, ordinal")
     chunk_kinds = ", ".join(f"'{kind}'" for kind in _SOURCE_CHUNKS)
     chunks = store.query("SELECT c.path, c.start_line, c.end_line, c.text FROM chunks c "
-                         "JOIN files f ON f.path = c.path WHERE f.language = 'python' "
-                         f"AND c.kind IN ({chunk_kinds}) ORDER BY c.path, c.ordinal")
+                         "JOIN files f ON f.path = c.path WHERE f.language IN "
+                         f"({_LINE_LANGUAGES}) AND c.kind IN ({chunk_kinds}) "
+                         "ORDER BY c.path, c.ordinal")
     headers = store.query("SELECT c.symbol, c.text FROM chunks c JOIN files f "
                           "ON f.path = c.path WHERE f.language = 'python' "
                           "AND c.kind = 'class_header' ORDER BY c.path, c.ordinal")

@@ -89,7 +89,8 @@ def bind_types(tables: Tables) -> Tables:
     for d in _python_functions(tables):
         functions[d.path].append(d)
     for path, lines in tables.lines.items():
-        _bind_lines(tables, path, lines, _line_owners(functions.get(path, [])), bindings)
+        if tables.file_language.get(path) == "python":
+            _bind_lines(tables, path, lines, _line_owners(functions.get(path, [])), bindings)
     members = defaultdict(set, {c: set(names) for c, names in tables.members.items()})
     for cls, attribute in bindings.attributes:
         members[cls].add(attribute)
