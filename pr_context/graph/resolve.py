@@ -37,6 +37,8 @@ _CONSTRUCTED = re.compile(r"(?:new\s+)?([A-Za-z_$][\w$.]*)\(.*\)")
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 # A local assigned from another local assigned from ...: typed this many steps deep.
 _MAX_DEPTH = 3
+# Lines read back from a site for a local's declaration: bounds the cost in huge functions.
+_MAX_SCAN = 300
 _NAME_SEGMENT = re.compile(r"[A-Za-z_$][\w$]*")
 _CALL_SEGMENT = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:<[^()]*>)?\s*\(.*\)", re.DOTALL)
 _GO_RECEIVER = re.compile(r"func\s*\(\s*(\w+)\s+\*?\s*\w")
@@ -209,7 +211,7 @@ def _variable_class(tables: Tables, site: Site, scope: Def, name: str,
         return (_class_named(tables, site.path, site.enclosing, declared),
                 f"a parameter declared {declared}")
     lines = tables.lines.get(site.path, {})
-    for line in range(site.line - 1, scope.start_line, -1):
+    for line in range(site.line - 1, max(scope.start_line, site.line - _MAX_SCAN), -1):
         declared, value = local_declaration(lines.get(line, ""), name, site.language)
         if declared:
             return (_class_named(tables, site.path, site.enclosing, declared),
