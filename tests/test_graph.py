@@ -7,7 +7,12 @@ from collections.abc import Callable
 import pytest
 
 from pr_context.graph import SymbolGraph, callers_of
-from pr_context.graph.declared import local_declaration, parameter_types, return_type
+from pr_context.graph.declared import (
+    field_types,
+    local_declaration,
+    parameter_types,
+    return_type,
+)
 
 PY_FILES = {
     "shop/__init__.py": "from .session import create_session\n",
@@ -618,7 +623,19 @@ DECLARED_FILES = {
         "package com.acme;\n\nclass Bank {\n    int count() {\n"
         "        Money held = Money.of(2);\n        int n = held.cents();\n"
         "        final Money other;\n        return n + other.cents();\n    }\n}\n"),
+    "src/com/acme/Wallet.java": (
+        "package com.acme;\n\nclass Wallet {\n    private final Money money;\n"
+        "    int a() {\n        return money.cents() + this.money.cents();\n    }\n}\n"),
     "go.mod": "module example.com/app\n",
+    "store/cached.go": (
+        "package store\n\ntype Cached struct {\n\tinner *Store\n}\n\n"
+        "func (c *Cached) Get() string {\n\treturn c.inner.Get()\n}\n"),
+    "web/holder.ts": (
+        "import { Api } from './api'\nexport class Holder {\n  private api?: Api\n"
+        "  read(): number {\n    return this.api.get()\n  }\n}\n"),
+    "src/keeper.rs": (
+        "use crate::shop::Cart;\npub struct Keeper {\n    cart: Cart,\n}\nimpl Keeper {\n"
+        "    pub fn sum(&self) -> i32 {\n        self.cart.total()\n    }\n}\n"),
     "store/use.go": (
         "package store\n\nfunc Use() string {\n\ts := Open()\n\tvar t *Store\n"
         "\treturn s.Get() + t.Get()\n}\n"),
@@ -655,9 +672,12 @@ DECLARED_FILES = {
         ("src/com/acme/Bank.java", 8, "com.acme.Bank.count", "graph"),  # declared Money
         ("src/com/acme/Till.java", 5, "com.acme.Till.total", "graph"),  # a parameter
         ("src/com/acme/Till.java", 8, "com.acme.Till.chain", "graph"),  # along the chain
+        ("src/com/acme/Wallet.java", 6, "com.acme.Wallet.a", "graph"),  # a field
+        ("src/com/acme/Wallet.java", 6, "com.acme.Wallet.a", "graph"),  # this.field
     ], id="java"),
     pytest.param("com.acme.Coin.cents", [], id="java-other-class"),
     pytest.param("store.Store.Get", [
+        ("store/cached.go", 8, "store.Cached.Get", "graph"),  # the receiver's field
         ("store/store.go", 14, "store.Read", "graph"),
         ("store/store.go", 18, "store.First", "graph"),
         ("store/use.go", 6, "store.Use", "graph"),
@@ -667,11 +687,13 @@ DECLARED_FILES = {
     pytest.param("web.api.Api.get", [
         ("web/api.ts", 9, "web.api.use", "graph"),
         ("web/api.ts", 9, "web.api.use", "graph"),
+        ("web/holder.ts", 5, "web.holder.Holder.read", "graph"),
         ("web/use.ts", 5, "web.use.run", "graph"),
         ("web/use.ts", 5, "web.use.run", "graph"),
     ], id="typescript"),
     pytest.param("web.api.Other.get", [], id="typescript-other-class"),
     pytest.param("shop.Cart.total", [
+        ("src/keeper.rs", 7, "keeper.Keeper.sum", "graph"),  # self's field
         ("src/shop.rs", 11, "shop.sum", "graph"),
         ("src/shop.rs", 11, "shop.sum", "graph"),
         ("src/till.rs", 5, "till.run", "graph"),
@@ -708,6 +730,20 @@ def test_declared_parameter_and_return_types(
         returned: str | None) -> None:
     assert parameter_types(signature, name, language) == parameters
     assert return_type(signature, name, language) == returned
+
+
+@pytest.mark.parametrize(("language", "header", "fields"), [
+    ("java", "class P extends T {\n  private final ClassName rawType;\n  int n = 3;\n"
+     "  P(ClassName rawType) {", {"rawType": "ClassName", "n": "int"}),
+    ("typescript", "export class S {\n  private api: Api | null = null\n  get(): number {",
+     {"api": "Api"}),
+    ("go", "type C struct {\n\tparent *C\n\tflags *flag.FlagSet `json:\"f\"`\n"
+     "\tchildren []*C\n}", {"parent": "C", "flags": "flag.FlagSet"}),
+    ("rust", "pub struct D<'a> {\n    read: R,\n    pub(crate) map: &'a mut Map<K, V>,\n}",
+     {"read": "R", "map": "Map"}),
+])
+def test_declared_fields(language: str, header: str, fields: dict[str, str]) -> None:
+    assert field_types(header, language) == fields
 
 
 @pytest.mark.parametrize(("language", "line", "name", "declared"), [

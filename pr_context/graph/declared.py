@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-__all__ = ["local_declaration", "parameter_types", "return_type"]
+__all__ = ["field_types", "local_declaration", "parameter_types", "return_type"]
 
 _PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLOSERS = frozenset(_PAIRS.values())
@@ -77,7 +77,10 @@ def return_type(signature: str, name: str, language: str) -> str | None:
 # One statement per line, the usual style: `Type name = value;`, `const name: T = value`,
 # `name := value`, `var name T`, `let mut name: T = value;`.
 _LOCAL_FORMS = {
-    "java": r"\s*(?:final\s+)?(?P<type>[\w.$]+(?:<.*>)?)\s+{name}\s*(?:=\s*(?P<value>.+?))?;",
+    # a value may go on over the next lines; a for-each loop declares its variable too
+    "java": r"\s*(?:(?:final\s+)?(?P<type>[\w.$]+(?:<.*>)?)\s+{name}\s*"
+            r"(?:=\s*(?P<value>.+?))?;?|.*\bfor\s*\(\s*(?:final\s+)?"
+            r"(?P<loop>[\w.$]+(?:<.*>)?)\s+{name}\s*:.*)",
     "typescript": r"\s*(?:const|let|var)\s+{name}\s*(?::\s*(?P<type>[^=]+?))?\s*"
                   r"(?:=\s*(?P<value>.+?))?;?",
     "go": r"\s*(?:{name}\s*:=\s*(?P<value>.+)|var\s+{name}\s+(?P<type>[^=]+?)"
@@ -97,7 +100,7 @@ def local_declaration(line: str, name: str, language: str) -> tuple[str | None, 
     if not match:
         return None, None
     groups = match.groupdict()
-    declared = groups.get("type")
+    declared = groups.get("type") or groups.get("loop")
     if language == "java" and declared in _JAVA_NOT_TYPES:
         return None, None
     if declared and language == "rust":
@@ -111,6 +114,41 @@ def local_declaration(line: str, name: str, language: str) -> tuple[str | None, 
 @cache
 def _local_pattern(form: str, name: str) -> re.Pattern[str]:
     return re.compile(form.replace("{name}", re.escape(name)))
+
+
+# A field declared on its own line of a class, struct or interface header.
+_FIELD_FORMS = {
+    "java": re.compile(r"\s*(?:(?:private|public|protected|static|final|transient|volatile)"
+                       r"\s+)*(?P<type>[\w.$]+(?:<.*>)?)\s+(?P<name>[\w$]+)\s*(?:=.*)?;"),
+    "typescript": re.compile(r"\s*(?:(?:private|public|protected|readonly|static|declare)"
+                             r"\s+)*#?(?P<name>[\w$]+)[?!]?\s*:\s*(?P<type>[^=;]+?)\s*"
+                             r"(?:=.*)?;?"),
+    "go": re.compile(r"\s*(?P<name>\w+)\s+\*?(?P<type>[\w.]+)\s*(?:`.*`)?\s*(?://.*)?"),
+    "rust": re.compile(r"\s*(?:pub(?:\([^)]*\))?\s+)?(?P<name>\w+)\s*:\s*(?P<type>.+?),?"
+                       r"\s*(?://.*)?"),
+}
+_FIELD_FORMS["tsx"] = _FIELD_FORMS["typescript"]
+
+
+def field_types(header: str, language: str) -> dict[str, str]:
+    """Field name -> declared type's dotted name, for the fields a class, struct or
+    interface header declares one per line (others, and methods, are left out)."""
+    form = _FIELD_FORMS.get(language)
+    found: dict[str, str] = {}
+    for line in header.split("\n")[1:] if form else ():
+        match = form.fullmatch(line.rstrip()) if form else None
+        declared = match and _plain_type(_field_type(match.group("type"), language))
+        if match and declared and declared not in _JAVA_NOT_TYPES:
+            found.setdefault(match.group("name"), declared)
+    return found
+
+
+def _field_type(text: str, language: str) -> str:
+    if language == "rust":
+        return _RUST_REFERENCE.sub("", text.strip()).replace("::", ".")
+    if language in ("typescript", "tsx"):
+        return _TS_NULLISH.sub("", text)
+    return text
 
 
 def _name_end(signature: str, name: str) -> int:

@@ -13,6 +13,7 @@ from pr_context.graph.names import (
     bind_name,
     enclosing_class,
     method_in,
+    mro,
     resolve_dotted,
 )
 from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables
@@ -163,15 +164,20 @@ def _typed_receiver(tables: Tables, site: Site, scope: Def | None, receiver: str
     """The class a statically typed receiver holds, from declarations alone: a parameter
     (``type`` in ``void f(TypeName type)``), a new instance (``new Money(1)``), what a
     function declares it returns (``ClassName.get(...)``), and so on along a call chain
-    (``Foo.builder().name(n)``). A field read or an undeclared step ends it: unknown."""
+    (``Foo.builder().name(n)``), a declared field (``this.writer``, ``c.parent``). An
+    undeclared step ends it: unknown."""
     segments = _segments(receiver)
     held, how, start = _chain_head(tables, site, scope, segments, depth)
     for segment in segments[start:]:
-        call = _CALL_SEGMENT.fullmatch(segment)
-        method = call and held and method_in(tables, held.qualified_name, call.group(1))
-        held = _returned_class(tables, tables.definitions[method]) if method else None
         if held is None:
             return None
+        call = _CALL_SEGMENT.fullmatch(segment)
+        if call is None:
+            held, how = (_field_class(tables, held, segment),
+                         f"the field {held.qualified_name}.{segment}")
+            continue
+        method = method_in(tables, held.qualified_name, call.group(1))
+        held = _returned_class(tables, tables.definitions[method]) if method else None
         how = f"what {method} returns"
     if held is None or held.kind not in CLASS_KINDS:
         return None
@@ -184,6 +190,10 @@ def _chain_head(tables: Tables, site: Site, scope: Def | None, segments: list[st
     if not segments:
         return None, "", 0
     if scope is not None and _NAME_SEGMENT.fullmatch(segments[0]):
+        if segments[0] in _SELF_RECEIVERS.get(site.language, ()) or segments[0] == (
+                _go_receiver_name(scope)):
+            own = enclosing_class(tables, site.enclosing)
+            return tables.definitions.get(own or ""), f"{segments[0]}, a {own}", 1
         variable = _variable_class(tables, site, scope, segments[0], depth)
         if variable is not None:
             return variable[0], variable[1], 1
@@ -221,6 +231,18 @@ def _variable_class(tables: Tables, site: Site, scope: Def, name: str,
                     if depth < _MAX_DEPTH else None)
             found = tables.definitions.get(held.target) if held else None
             return found, f"assigned {value} on line {line}"
+    own = tables.definitions.get(enclosing_class(tables, site.enclosing) or "")
+    field = own and site.language == "java" and _field_class(tables, own, name)
+    return (field, f"the field {own.qualified_name}.{name}") if field and own else None
+
+
+def _field_class(tables: Tables, owner: Def, name: str) -> Def | None:
+    """The class of field ``name`` that ``owner`` or one of its bases declares."""
+    for cls in mro(tables, owner.qualified_name):
+        declared = tables.field_types.get(cls, {}).get(name)
+        if declared:
+            d = tables.definitions[cls]
+            return _class_named(tables, d.path, cls, declared)
     return None
 
 
@@ -278,8 +300,12 @@ def _is_go_receiver(tables: Tables, site: Site) -> bool:
     if site.language != "go" or not site.receiver:
         return False
     d = tables.definitions.get(site.enclosing or "")
-    match = d and _GO_RECEIVER.match(d.signature)
-    return bool(match) and match.group(1) == site.receiver  # type: ignore[union-attr]
+    return d is not None and _go_receiver_name(d) == site.receiver
+
+
+def _go_receiver_name(d: Def) -> str | None:
+    match = _GO_RECEIVER.match(d.signature) if d.language == "go" else None
+    return match.group(1) if match else None
 
 
 def _dynamic(site: Site) -> Resolution:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pr_context.graph import declared
 from pr_context.index.store import IndexStore
 from pr_context.models import Import
 from pr_context.parse.code_paths import module_path
@@ -87,6 +88,8 @@ class Tables:
     globals: Mapping[tuple[str, str], Assignment] = field(default_factory=dict)
     # class -> data attributes it sets: names assigned in its body or to ``self.name``
     members: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # class -> field -> declared type (Java, TypeScript, Go, Rust)
+    field_types: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # later definitions of a qualified name ``definitions`` holds (overloads, redefinitions)
     shadowed: tuple[Def, ...] = ()
     # (path, name) -> what imports and module scope bind it to: a memo for graph.names,
@@ -121,8 +124,8 @@ def read_tables(store: IndexStore) -> Tables:
                          "JOIN files f ON f.path = c.path WHERE f.language IN "
                          f"({_LINE_LANGUAGES}) AND c.kind IN ({chunk_kinds}) "
                          "ORDER BY c.path, c.ordinal")
-    headers = store.query("SELECT c.symbol, c.text FROM chunks c JOIN files f "
-                          "ON f.path = c.path WHERE f.language = 'python' "
+    headers = store.query("SELECT c.symbol, c.text, f.language FROM chunks c JOIN files f "
+                          f"ON f.path = c.path WHERE f.language IN ({_LINE_LANGUAGES}) "
                           "AND c.kind = 'class_header' ORDER BY c.path, c.ordinal")
     return tables_from_rows(files, defs, imports, sites, chunks, headers)
 
@@ -149,7 +152,8 @@ def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
                   language, {p: tuple(i) for p, i in by_path.items()},
                   tuple(Site(row[0], language[row[0]], *row[1:]) for row in sites
                         if row[0] in language), lines=_source_lines(chunks),
-                  members=_class_fields(headers), shadowed=tuple(shadowed))
+                  members=_class_fields(headers), shadowed=tuple(shadowed),
+                  field_types=_field_types(headers))
 
 
 def _source_lines(chunks: Rows) -> dict[str, dict[int, str]]:
@@ -169,9 +173,21 @@ def _class_fields(headers: Rows) -> dict[str, frozenset[str]]:
     ``__getattr__`` from answering for a name the class may set.
     """
     fields: dict[str, set[str]] = defaultdict(set)
-    for symbol, text in headers:
-        fields[symbol].update(_FIELD.findall(text))
+    for symbol, text, *language in headers:
+        if language in ([], ["python"]):
+            fields[symbol].update(_FIELD.findall(text))
     return {symbol: frozenset(names) for symbol, names in fields.items()}
+
+
+def _field_types(headers: Rows) -> dict[str, dict[str, str]]:
+    """class -> field -> declared type, for the typed languages' class and struct headers
+    (an ``impl`` block's header adds nothing: it declares no fields)."""
+    types: dict[str, dict[str, str]] = defaultdict(dict)
+    for symbol, text, *language in headers:
+        if language and language[0] != "python":
+            for name, type_name in declared.field_types(text, language[0]).items():
+                types[symbol].setdefault(name, type_name)
+    return dict(types)
 
 
 def _file_modules(language: Mapping[str, str], definitions: Mapping[str, Def]
