@@ -17,7 +17,7 @@ from pr_context.git import open_repository
 from pr_context.index.build import IndexOptions, build_index
 from pr_context.index.store import IndexStore
 from pr_context.progress import SilentProgress
-from pr_context.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment
+from pr_context.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment, render_summary
 from pr_context.report import EvidenceItem, IndexInfo, Report, SymbolReport
 from pr_context.review import HEAD_INDEX_NAME, ReviewOptions, review, write_review
 from tests.conftest import GitRepo
@@ -572,3 +572,12 @@ def test_a_type_use_needs_an_update_when_the_type_goes_not_when_it_changes(
         assert (caller["path"], caller["line"], caller["needs_update"]) == (
             "shop/api.py", 4, flagged)
         assert caller["reason"].startswith("uses Order")
+
+
+def test_the_tests_to_run_are_separated_by_spaces() -> None:
+    report = dataclasses.replace(synthetic_report(1),
+                                 test_selection=("tests/test_a.py", "tests/test_b.py::test_c"))
+    line = ("**Tests to run:** <code>tests/test\\_a.py</code> "
+            "<code>tests/test\\_b.py::test\\_c</code>")
+    assert line in render_comment(report).split("\n")
+    assert line in render_summary(report).split("\n")
