@@ -81,11 +81,11 @@ class IndexStore:
     """An open index file. Use ``IndexStore.open``; close it (or use ``with``)."""
 
     def __init__(self, path: Path, connection: duckdb.DuckDBPyConnection,
-                 manifest: Manifest | None) -> None:
+                 manifest: Manifest | None, has_vectors_table: bool | None = None) -> None:
         self.path = path
         self._con = connection
         self.manifest = manifest  # None for a new or reset file
-        self._has_vectors_table: bool | None = None  # known once asked, or once created
+        self._has_vectors_table = has_vectors_table  # None until asked, or created
 
     # -- opening -----------------------------------------------------------------
 
@@ -98,24 +98,24 @@ class IndexStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         con = _connect(path, warn)
         try:
-            manifest = _read_manifest(con)
-            has_tables = _has_tables(con)
+            tables = _table_names(con)
+            manifest = _read_manifest(con, tables)
         except duckdb.Error as exc:
             con.close()
             _move_aside(path, f"it cannot be read ({_first_line(exc)})", warn)
-            con, manifest, has_tables = _connect(path, warn), None, False
-        if manifest is None and has_tables:
+            con, manifest, tables = _connect(path, warn), None, set()
+        if manifest is None and _has_data_tables(tables):
             keep = _reusable_vectors(con, wanted.embedding_model)
-            con = _reset(con, path, "it was written by another schema version", warn,
-                         keep_embeddings=keep)
+            tables = _reset(con, tables, path, "it was written by another schema version",
+                            warn, keep_embeddings=keep)
         elif manifest is not None and manifest.settings() != wanted.settings():
             keep = manifest.embedding_model == wanted.embedding_model
             reason = f"it was built with other settings ({wanted.describe_mismatch(manifest)})"
-            con = _reset(con, path, reason, warn, keep_embeddings=keep)
+            tables = _reset(con, tables, path, reason, warn, keep_embeddings=keep)
             manifest = None
-        if not _has_tables(con):
+        if not _has_data_tables(tables):
             _migrate(con, wanted)
-        return cls(path, con, manifest)
+        return cls(path, con, manifest, has_vectors_table="embeddings" in tables)
 
     @classmethod
     def open_existing(cls, path: Path) -> IndexStore:
@@ -127,7 +127,7 @@ class IndexStore:
             raise IndexFileError(f"no index at {path}: build it with `pr-context index`")
         try:
             con = duckdb.connect(str(path), read_only=True, config=_DUCKDB_CONFIG)
-            manifest = _read_manifest(con)
+            manifest = _read_manifest(con, _table_names(con))
         except duckdb.Error as exc:
             raise IndexFileError(f"cannot read index {path}: {_first_line(exc)}") from exc
         if manifest is None or not manifest.revision:
@@ -366,9 +366,9 @@ def _connect(path: Path, warn: Callable[[str], None]) -> duckdb.DuckDBPyConnecti
                         warn)
 
 
-def _read_manifest(con: duckdb.DuckDBPyConnection) -> Manifest | None:
+def _read_manifest(con: duckdb.DuckDBPyConnection, tables: set[str]) -> Manifest | None:
     """The manifest of a file written by this schema, else None. Raises duckdb.Error."""
-    if not {"manifest", "schema_migrations"} <= _table_names(con):
+    if not {"manifest", "schema_migrations"} <= tables:
         return None
     applied = [n for (n,) in con.execute(
         "SELECT name FROM schema_migrations ORDER BY version").fetchall()]
@@ -407,15 +407,17 @@ def _manifest_from(values: dict[str, str]) -> Manifest | None:
     return Manifest(**kwargs)
 
 
-def _reset(con: duckdb.DuckDBPyConnection, path: Path, reason: str,
-           warn: Callable[[str], None], keep_embeddings: bool = False
-           ) -> duckdb.DuckDBPyConnection:
-    """Empty the file for a full rebuild, keeping content-addressed vectors if allowed."""
+def _reset(con: duckdb.DuckDBPyConnection, tables: set[str], path: Path, reason: str,
+           warn: Callable[[str], None], keep_embeddings: bool = False) -> set[str]:
+    """Empty the file for a full rebuild, keeping content-addressed vectors if allowed.
+
+    Returns the tables left.
+    """
     warn(f"rebuilding index {path}: {reason}")
-    for table in sorted(_table_names(con)):
-        if not (keep_embeddings and table == "embeddings"):
-            con.execute(f'DROP TABLE "{table}"')
-    return con
+    kept = {"embeddings"} & tables if keep_embeddings else set()
+    for table in sorted(tables - kept):
+        con.execute(f'DROP TABLE "{table}"')
+    return kept
 
 
 def _move_aside(path: Path, reason: str, warn: Callable[[str], None]) -> Path:
@@ -450,8 +452,8 @@ def _insert_manifest(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> None
                     [(k, str(v)) for k, v in asdict(manifest).items()])
 
 
-def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(_table_names(con) - {"embeddings"})
+def _has_data_tables(tables: set[str]) -> bool:
+    return bool(tables - {"embeddings"})
 
 
 def _table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
