@@ -23,6 +23,7 @@ __all__ = [
     "BlobReader",
     "PathChange",
     "Repository",
+    "TreeChanges",
     "changed_files",
     "changed_paths",
     "commit_exists",
@@ -73,6 +74,15 @@ class PathChange:
     status: ChangeStatus
     path: str  # the new path (the old one for deletions)
     old_path: str | None = None  # set for renames and copies
+
+
+@dataclass(frozen=True)
+class TreeChanges:
+    """What changed between two trees."""
+
+    removed: list[str]  # paths whose file at the old tree is gone or different, sorted
+    files: list[FileEntry]  # files of the new tree that are new or different, by path
+    paths: list[PathChange]  # as ``changed_paths`` reports them, in git's order
 
 
 def _run(repo_path: Path, args: Sequence[str], stdin: bytes | None = None,
@@ -191,29 +201,39 @@ def list_files(repo: Repository, sha: Sha) -> list[FileEntry]:
     return sorted(entries, key=lambda e: e.path)
 
 
-def changed_files(repo: Repository, old: Sha, new: Sha) -> tuple[list[str], list[FileEntry]]:
-    """What changed between two trees, without listing either: the paths whose file at
-    ``old`` is gone or different, and the files of ``new`` that are new or different,
-    each sorted by path. Renames are a removal and an addition here; a file that turned
-    into a symlink or submodule is both."""
-    out = _run(repo.path, ["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-commit-id",
+def changed_files(repo: Repository, old: Sha, new: Sha) -> TreeChanges:
+    """What changed between two trees, from one diff and without listing either.
+
+    A rename removes its old path and adds its new one; a file that turned into a
+    symlink or submodule is both removed and added.
+    """
+    # The rename detection of ``changed_paths``, so that one diff serves both views.
+    out = _run(repo.path, ["diff-tree", "-r", "-z", "--raw", "-M", "--no-commit-id",
                            old, new, "--"])
-    fields = out.split(b"\0")
     removed: list[str] = []
     added: list[tuple[str, str, str]] = []  # path, blob, mode
-    for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
-        if not meta.startswith(b":"):
-            break
-        old_mode, new_mode, _old_blob, new_blob, _status = meta[1:].decode().split()
-        path = raw_path.decode("utf-8", "surrogateescape")
+    paths: list[PathChange] = []
+    for old_mode, new_mode, new_blob, change in _raw_records(out.split(b"\0")):
         if old_mode != "000000":
-            removed.append(path)
+            removed.append(change.old_path or change.path)
         if new_mode != "000000":
-            added.append((path, new_blob, new_mode))
+            added.append((change.path, new_blob, new_mode))
+        paths.append(change)
     sizes = _blob_sizes(repo, [blob for _, blob, mode in added if mode != SUBMODULE_MODE])
     entries = [FileEntry(path=path, blob_sha=blob, mode=mode, size=sizes.get(blob, -1))
                for path, blob, mode in added]
-    return sorted(removed), sorted(entries, key=lambda e: e.path)
+    return TreeChanges(sorted(removed), sorted(entries, key=lambda e: e.path), paths)
+
+
+def _raw_records(fields: list[bytes]) -> Iterator[tuple[str, str, str, PathChange]]:
+    """``--raw -z`` records without copies: (old mode, new mode, new blob, change)."""
+    i = 0
+    while i < len(fields) and fields[i].startswith(b":"):
+        old_mode, new_mode, _old_blob, new_blob, status = fields[i][1:].decode().split()
+        width = 3 if status.startswith("R") else 2  # a rename names both paths
+        change = next(_parse_name_status([status.encode(), *fields[i + 1 : i + width]]))
+        yield old_mode, new_mode, new_blob, change
+        i += width
 
 
 def _blob_sizes(repo: Repository, blobs: Sequence[str]) -> dict[str, int]:

@@ -22,8 +22,8 @@ from pr_context.embed import Embedder
 from pr_context.git import (
     BlobReader,
     Repository,
+    TreeChanges,
     changed_files,
-    changed_paths,
     commit_exists,
     commit_file_lists,
     list_files,
@@ -123,14 +123,14 @@ def build_index(
                  if entries is not None else None)
         with IndexStore.open(db_path, wanted, warn) as store:
             previous = _usable_previous(repo, store, warn)
-            removed, to_parse = _changes(repo, store, previous, sha, entries)
+            changes = _changes(repo, store, previous, sha, entries)
             # A new file holds no rows: what it must parse is every listed file.
             parse = (early if early is not None
-                     else Parsing(to_parse, blobs, policy, progress, parsers, keep_texts))
+                     else Parsing(changes.files, blobs, policy, progress, parsers, keep_texts))
             rows = parse.rows()
             parsers.stop()
             embedded, reused = _embed_missing(store, rows, embedder, progress)
-            store.replace_paths(removed, rows.tables())
+            store.replace_paths(changes.removed, rows.tables())
             store.prune_embeddings()
             store.replace_cochange(_cochange(repo, sha, options, _indexed_paths(store)))
             manifest = replace(
@@ -154,7 +154,7 @@ def build_index(
                 reused=reused,
                 incremental=previous is not None,
                 previous_revision=previous,
-                changes=_change_counts(repo, previous, sha, len(to_parse), len(removed)),
+                changes=_change_counts(changes),
                 truncated=_truncated_count(store),
                 seconds=round(time.perf_counter() - started, 3),
                 digest=store.digest(),
@@ -173,12 +173,12 @@ def _policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
 
 
 def _changes(repo: Repository, store: IndexStore, previous: str | None, sha: Sha,
-             entries: list[FileEntry] | None) -> tuple[list[str], list[FileEntry]]:
+             entries: list[FileEntry] | None) -> TreeChanges:
     """The paths whose rows go, and the files to parse.
 
     An index that holds ``previous`` whole is updated from the diff of the two trees, so
     the cost follows the diff; otherwise (a new file, an interrupted build) the index's
-    rows are compared with a listing of every file.
+    rows are compared with a listing of every file, and no path changes are reported.
     """
     if previous is not None:
         return changed_files(repo, Sha(previous), sha)
@@ -186,7 +186,7 @@ def _changes(repo: Repository, store: IndexStore, previous: str | None, sha: Sha
     known = store.file_blobs()
     current = {e.path: e.blob_sha for e in entries}
     removed = [p for p, blob in known.items() if current.get(p) != blob]
-    return removed, [e for e in entries if known.get(e.path) != e.blob_sha]
+    return TreeChanges(removed, [e for e in entries if known.get(e.path) != e.blob_sha], [])
 
 
 def _usable_previous(repo: Repository, store: IndexStore,
@@ -248,12 +248,10 @@ def _cochange(repo: Repository, sha: Sha, options: IndexOptions,
     return dict(pairs)
 
 
-def _change_counts(repo: Repository, previous: str | None, sha: Sha,
-                   parsed: int, removed: int) -> dict[str, int]:
-    counts: dict[str, int] = {"parsed": parsed, "removed": removed}
-    if previous is not None and previous != sha:
-        for change in changed_paths(repo, Sha(previous), sha):
-            counts[change.status] = counts.get(change.status, 0) + 1
+def _change_counts(changes: TreeChanges) -> dict[str, int]:
+    counts: dict[str, int] = {"parsed": len(changes.files), "removed": len(changes.removed)}
+    for change in changes.paths:
+        counts[change.status] = counts.get(change.status, 0) + 1
     return counts
 
 
