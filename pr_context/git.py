@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +22,13 @@ __all__ = [
     "SUBMODULE_MODE",
     "SYMLINK_MODE",
     "BlobReader",
+    "CommitHistory",
     "PathChange",
     "Repository",
     "TreeChanges",
     "changed_files",
     "changed_paths",
     "commit_exists",
-    "commit_file_lists",
     "fetch",
     "has_remote",
     "list_files",
@@ -100,9 +101,14 @@ def _run(repo_path: Path, args: Sequence[str], stdin: bytes | None = None,
     except FileNotFoundError as exc:
         raise GitError("git is not installed or not on PATH") from exc
     except subprocess.CalledProcessError as exc:
-        message = exc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(f"git {args[0]} failed: {message[-1] if message else exc}") from exc
+        raise _git_failed(args, exc.stderr, exc) from exc
     return done.stdout
+
+
+def _git_failed(args: Sequence[str], stderr: bytes, fallback: object) -> GitError:
+    """The error for a failed git command: its last line of stderr says why."""
+    message = stderr.decode("utf-8", "replace").strip().splitlines()
+    return GitError(f"git {args[0]} failed: {message[-1] if message else fallback}")
 
 
 def open_repository(path: str | Path) -> Repository:
@@ -342,22 +348,62 @@ def unified_diff(
     return out.decode("utf-8", "replace")
 
 
-def commit_file_lists(
-    repo: Repository, sha: Sha, max_commits: int, max_files_per_commit: int
-) -> list[list[str]]:
-    """Paths touched by each of the last ``max_commits`` commits reachable from ``sha``.
+class CommitHistory:
+    """The files each recent commit touched, from a ``git log`` begun at once.
 
-    Merge commits and commits touching more than ``max_files_per_commit`` files (bulk
-    reformatting, vendoring) are left out: they say nothing about which files belong
-    together.
+    git walks the history while the caller goes on, writing to a temporary file, which
+    unlike a pipe never fills up and stops it; ``file_lists`` waits for it. Use it as a
+    context manager: leaving it stops a git that was never waited for.
     """
-    out = _run(repo.path, ["log", "--no-merges", "--format=%x01", "--name-only", "-z",
-                           "--no-renames", f"-n{max_commits}", sha, "--"])
+
+    def __init__(self, repo: Repository, sha: Sha, max_commits: int) -> None:
+        self._args = ["log", "--no-merges", "--format=%x01", "--name-only", "-z",
+                      "--no-renames", f"-n{max_commits}", sha, "--"]
+        self._out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
+        self._proc = _start(repo.path, self._args, self._out) if max_commits > 0 else None
+
+    def __enter__(self) -> CommitHistory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None and self._proc.poll() is None:  # never waited for
+            self._proc.kill()
+            self._proc.communicate()
+        self._out.close()
+
+    def file_lists(self, max_files_per_commit: int) -> list[list[str]]:
+        """Paths touched by each of the last ``max_commits`` commits reachable from ``sha``.
+
+        Merge commits and commits touching more than ``max_files_per_commit`` files (bulk
+        reformatting, vendoring) are left out: they say nothing about which files belong
+        together.
+
+        :raises GitError: git failed.
+        """
+        if self._proc is None:
+            return []
+        _, err = self._proc.communicate()
+        if self._proc.returncode:
+            raise _git_failed(self._args, err, f"exit status {self._proc.returncode}")
+        self._out.seek(0)
+        return _file_lists(self._out.read(), max_files_per_commit)
+
+
+def _file_lists(log: bytes, max_files_per_commit: int) -> list[list[str]]:
     commits = []
-    for block in out.split(b"\x01")[1:]:
-        paths = {p.lstrip(b"\n").decode("utf-8", "surrogateescape")
-                 for p in block.split(b"\0")}
-        paths.discard("")
+    for block in log.split(b"\x01")[1:]:
+        paths = {p.lstrip(b"\n") for p in block.split(b"\0")}
+        paths.discard(b"")
+        # Counted before decoding: a shallow clone's root commit names every file.
         if 1 < len(paths) <= max_files_per_commit:
-            commits.append(sorted(paths))
+            commits.append(sorted(p.decode("utf-8", "surrogateescape") for p in paths))
     return commits
+
+
+def _start(repo_path: Path, args: Sequence[str], out: IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start git in ``repo_path`` writing to ``out``; its stderr is kept for errors."""
+    try:
+        return subprocess.Popen(["git", *_GIT_CONFIG, *args], cwd=repo_path, stdout=out,
+                                stderr=subprocess.PIPE, env={**os.environ, **_GIT_ENV})
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH") from exc

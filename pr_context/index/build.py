@@ -14,6 +14,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
@@ -21,11 +22,11 @@ from pathlib import Path
 from pr_context.embed import Embedder
 from pr_context.git import (
     BlobReader,
+    CommitHistory,
     Repository,
     TreeChanges,
     changed_files,
     commit_exists,
-    commit_file_lists,
     list_files,
     read_file_at,
     resolve_revision,
@@ -98,18 +99,6 @@ def build_index(
     :raises ConfigError: the repository's config file is invalid.
     """
     started = time.perf_counter()
-    sha = resolve_revision(repo, rev)
-    # A new index file will hold every file; an existing one may need only what changed.
-    entries = list_files(repo, sha) if not db_path.exists() else None
-    policy = _policy_at(repo, sha, options)
-    wanted = Manifest(
-        schema_version=SCHEMA_VERSION,
-        parser_version=PARSER_VERSION,
-        embedding_model=embedder.name if embedder else NO_MODEL,
-        path_policy=json.dumps(policy.describe(), sort_keys=True),
-        policy_fingerprint=policy.fingerprint(),
-        cochange_commits=options.cochange_commits,
-    )
     warnings: list[str] = []
 
     def warn(message: str) -> None:
@@ -117,50 +106,72 @@ def build_index(
         progress.warn(message)
 
     keep_texts = embedder is not None
-    with BlobReader(repo) as blobs, ParsePool(options.parse_workers) as parsers:
+    with ExitStack() as stack:
+        sha = resolve_revision(repo, rev)
+        # git reads the history for co-changes while the index is brought up to date.
+        history = stack.enter_context(CommitHistory(repo, sha, options.cochange_commits))
+        # A new index file will hold every file; an existing one may need only what changed.
+        entries = list_files(repo, sha) if not db_path.exists() else None
+        policy = _policy_at(repo, sha, options)
+        wanted = _wanted_manifest(policy, options, embedder)
+        blobs = stack.enter_context(BlobReader(repo))
+        parsers = stack.enter_context(ParsePool(options.parse_workers))
         # Parsing every file of a new index starts before DuckDB creates the file.
         early = (Parsing(entries, blobs, policy, progress, parsers, keep_texts)
                  if entries is not None else None)
-        with IndexStore.open(db_path, wanted, warn) as store:
-            previous = _usable_previous(repo, store, warn)
-            changes = _changes(repo, store, previous, sha, entries)
-            # A new file holds no rows: what it must parse is every listed file.
-            parse = (early if early is not None
-                     else Parsing(changes.files, blobs, policy, progress, parsers, keep_texts))
-            rows = parse.rows()
-            parsers.stop()
-            embedded, reused = _embed_missing(store, rows, embedder, progress)
-            store.replace_paths(changes.removed, rows.tables())
-            store.prune_embeddings()
-            store.replace_cochange(_cochange(repo, sha, options, _indexed_paths(store)))
-            manifest = replace(
-                wanted,
-                revision=sha,
-                build_id=uuid.uuid4().hex,
-                built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                embedding_dimension=store.embedding_dimension(),
-            )
-            store.write_manifest(manifest)
-            counts = store.counts()
-            return IndexResult(
-                revision=sha,
-                files=counts["files"],
-                skipped=counts["skipped"],
-                chunks=counts["chunks"],
-                definitions=counts["definitions"],
-                references=counts["references"],
-                imports=counts["imports"],
-                embedded=embedded,
-                reused=reused,
-                incremental=previous is not None,
-                previous_revision=previous,
-                changes=_change_counts(changes),
-                truncated=_truncated_count(store),
-                seconds=round(time.perf_counter() - started, 3),
-                digest=store.digest(),
-                build_id=manifest.build_id,
-                warnings=tuple(warnings),
-            )
+        store = stack.enter_context(IndexStore.open(db_path, wanted, warn))
+        previous = _usable_previous(repo, store, warn)
+        changes = _changes(repo, store, previous, sha, entries)
+        # A new file holds no rows: what it must parse is every listed file.
+        parse = (early if early is not None
+                 else Parsing(changes.files, blobs, policy, progress, parsers, keep_texts))
+        rows = parse.rows()
+        parsers.stop()
+        embedded, reused = _embed_missing(store, rows, embedder, progress)
+        store.replace_paths(changes.removed, rows.tables())
+        store.prune_embeddings()
+        store.replace_cochange(_cochange(history, _indexed_paths(store)))
+        manifest = replace(
+            wanted,
+            revision=sha,
+            build_id=uuid.uuid4().hex,
+            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            embedding_dimension=store.embedding_dimension(),
+        )
+        store.write_manifest(manifest)
+        counts = store.counts()
+        return IndexResult(
+            revision=sha,
+            files=counts["files"],
+            skipped=counts["skipped"],
+            chunks=counts["chunks"],
+            definitions=counts["definitions"],
+            references=counts["references"],
+            imports=counts["imports"],
+            embedded=embedded,
+            reused=reused,
+            incremental=previous is not None,
+            previous_revision=previous,
+            changes=_change_counts(changes),
+            truncated=_truncated_count(store),
+            seconds=round(time.perf_counter() - started, 3),
+            digest=store.digest(),
+            build_id=manifest.build_id,
+            warnings=tuple(warnings),
+        )
+
+
+def _wanted_manifest(policy: PathPolicy, options: IndexOptions,
+                     embedder: Embedder | None) -> Manifest:
+    """The settings this build's index must have been made with, to be updated."""
+    return Manifest(
+        schema_version=SCHEMA_VERSION,
+        parser_version=PARSER_VERSION,
+        embedding_model=embedder.name if embedder else NO_MODEL,
+        path_policy=json.dumps(policy.describe(), sort_keys=True),
+        policy_fingerprint=policy.fingerprint(),
+        cochange_commits=options.cochange_commits,
+    )
 
 
 def _policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
@@ -236,13 +247,10 @@ def _indexed_paths(store: IndexStore) -> set[str]:
     return {p for (p,) in store.query("SELECT path FROM files WHERE status = 'indexed'")}
 
 
-def _cochange(repo: Repository, sha: Sha, options: IndexOptions,
-              paths: set[str]) -> dict[tuple[str, str], int]:
+def _cochange(history: CommitHistory, paths: set[str]) -> dict[tuple[str, str], int]:
     """How often each pair of indexed files changed in the same commit, recently."""
     pairs: Counter[tuple[str, str]] = Counter()
-    if options.cochange_commits <= 0:
-        return {}
-    for files in commit_file_lists(repo, sha, options.cochange_commits, COCHANGE_MAX_FILES):
+    for files in history.file_lists(COCHANGE_MAX_FILES):
         present = [f for f in files if f in paths]
         pairs.update(combinations(present, 2))
     return dict(pairs)
