@@ -33,7 +33,7 @@ from pr_context.git import (
 )
 from pr_context.index.parsing import ParsePool, Parsing, Rows
 from pr_context.index.schema import SCHEMA_VERSION
-from pr_context.index.store import IndexStore, Manifest
+from pr_context.index.store import EarlyConnection, IndexStore, Manifest
 from pr_context.models import FileEntry, Sha
 from pr_context.parse import PARSER_VERSION
 from pr_context.policy import (
@@ -107,11 +107,15 @@ def build_index(
 
     keep_texts = embedder is not None
     with ExitStack() as stack:
+        # An existing file is opened while git answers (DuckDB lets the GIL go); a new
+        # one is created only once the revision resolved, so a bad one leaves no file.
+        connecting = (stack.enter_context(EarlyConnection(db_path)) if db_path.exists()
+                      else None)
         sha = resolve_revision(repo, rev)
         # git reads the history for co-changes while the index is brought up to date.
         history = stack.enter_context(CommitHistory(repo, sha, options.cochange_commits))
         # A new index file will hold every file; an existing one may need only what changed.
-        entries = list_files(repo, sha) if not db_path.exists() else None
+        entries = list_files(repo, sha) if connecting is None else None
         policy = _policy_at(repo, sha, options)
         wanted = _wanted_manifest(policy, options, embedder)
         blobs = stack.enter_context(BlobReader(repo))
@@ -119,7 +123,7 @@ def build_index(
         # Parsing every file of a new index starts before DuckDB creates the file.
         early = (Parsing(entries, blobs, policy, progress, parsers, keep_texts)
                  if entries is not None else None)
-        store = stack.enter_context(IndexStore.open(db_path, wanted, warn))
+        store = stack.enter_context(IndexStore.open(db_path, wanted, warn, connecting))
         previous = _usable_previous(repo, store, warn)
         changes = _changes(repo, store, previous, sha, entries)
         # A new file holds no rows: what it must parse is every listed file.

@@ -13,6 +13,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ import pyarrow as pa
 from pr_context.errors import IndexFileError
 from pr_context.index.schema import MIGRATIONS, SCHEMA_VERSION, embeddings_table_sql
 
-__all__ = ["DATA_TABLES", "IndexStore", "Manifest", "TableRows"]
+__all__ = ["DATA_TABLES", "EarlyConnection", "IndexStore", "Manifest", "TableRows"]
 
 # Tables holding per-file rows, with the columns that order them deterministically.
 DATA_TABLES: dict[str, str] = {
@@ -77,6 +78,35 @@ class Manifest:
         return ", ".join(diffs)
 
 
+class EarlyConnection:
+    """A connection to an existing index file, begun in a background thread.
+
+    DuckDB lets the GIL go while it opens a file, so the caller's own work (git calls)
+    overlaps it. ``IndexStore.open`` takes the connection over, and its errors with it;
+    leaving the context closes a connection never taken.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        pool = ThreadPoolExecutor(1, thread_name_prefix="index-connect")
+        self._connection = pool.submit(duckdb.connect, str(path), config=_DUCKDB_CONFIG)
+        pool.shutdown(wait=False)  # the thread ends with the connect
+        self._taken = False
+
+    def __enter__(self) -> EarlyConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # exception() waits for the connect: no thread outlives the build.
+        if not self._taken and self._connection.exception() is None:
+            self._connection.result().close()
+
+    def take(self) -> duckdb.DuckDBPyConnection:
+        """The connection, once made. :raises duckdb.Error: as ``duckdb.connect``."""
+        self._taken = True
+        return self._connection.result()
+
+
 class IndexStore:
     """An open index file. Use ``IndexStore.open``; close it (or use ``with``)."""
 
@@ -90,13 +120,15 @@ class IndexStore:
     # -- opening -----------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path, wanted: Manifest, warn: Callable[[str], None]) -> IndexStore:
+    def open(cls, path: Path, wanted: Manifest, warn: Callable[[str], None],
+             early: EarlyConnection | None = None) -> IndexStore:
         """Open ``path`` for an index with ``wanted``'s settings, repairing what it must.
 
+        ``early`` is a connection to ``path`` already begun, which this takes over.
         :raises IndexFileError: the file cannot be created, or another process holds it.
         """
         path.parent.mkdir(parents=True, exist_ok=True)
-        con = _connect(path, warn)
+        con = _connect(path, warn, early)
         try:
             tables = _table_names(con)
             manifest = _read_manifest(con, tables)
@@ -356,8 +388,11 @@ class _Transaction:
                 raise IndexFileError(f"cannot write index {self._path}: {exc}") from exc
 
 
-def _connect(path: Path, warn: Callable[[str], None]) -> duckdb.DuckDBPyConnection:
+def _connect(path: Path, warn: Callable[[str], None],
+             early: EarlyConnection | None = None) -> duckdb.DuckDBPyConnection:
     try:
+        if early is not None:
+            return early.take()
         return duckdb.connect(str(path), config=_DUCKDB_CONFIG)
     except duckdb.Error as exc:
         if _LOCKED.search(str(exc)):
