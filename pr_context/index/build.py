@@ -20,6 +20,7 @@ from itertools import combinations
 from pathlib import Path
 
 from pr_context.embed import Embedder
+from pr_context.errors import GitError
 from pr_context.git import (
     BlobReader,
     CommitHistory,
@@ -124,8 +125,7 @@ def build_index(
         early = (Parsing(entries, blobs, policy, progress, parsers, keep_texts)
                  if entries is not None else None)
         store = stack.enter_context(IndexStore.open(db_path, wanted, warn, connecting))
-        previous = _usable_previous(repo, store, warn)
-        changes = _changes(repo, store, previous, sha, entries)
+        previous, changes = _changes(repo, store, sha, entries, warn)
         # A new file holds no rows: what it must parse is every listed file.
         parse = (early if early is not None
                  else Parsing(changes.files, blobs, policy, progress, parsers, keep_texts))
@@ -187,39 +187,46 @@ def _policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
     return policy_from_config(text, options.include, options.exclude)
 
 
-def _changes(repo: Repository, store: IndexStore, previous: str | None, sha: Sha,
-             entries: list[FileEntry] | None) -> TreeChanges:
-    """The paths whose rows go, and the files to parse.
+def _changes(repo: Repository, store: IndexStore, sha: Sha, entries: list[FileEntry] | None,
+             warn: Callable[[str], None]) -> tuple[str | None, TreeChanges]:
+    """The revision the index is updated from (None when rebuilt), and what changed.
 
-    An index that holds ``previous`` whole is updated from the diff of the two trees, so
-    the cost follows the diff; otherwise (a new file, an interrupted build) the index's
-    rows are compared with a listing of every file, and no path changes are reported.
+    An index that holds a revision whole is updated from the diff of the two trees, so
+    the cost follows the diff; otherwise the index's rows are compared with a listing of
+    every file, and no path changes are reported. A first build that was interrupted
+    left a manifest without a revision (see ``IndexStore.open``): its rows and vectors
+    are kept, and it is completed path by path.
     """
-    if previous is not None:
-        return changed_files(repo, Sha(previous), sha)
+    held = store.manifest.revision if store.manifest is not None else ""
+    diff = _diff_from(repo, store, Sha(held), sha, warn) if held else None
+    if diff is not None:
+        return held, diff
+    return None, _listed_changes(repo, store, sha, entries)
+
+
+def _diff_from(repo: Repository, store: IndexStore, held: Sha, sha: Sha,
+               warn: Callable[[str], None]) -> TreeChanges | None:
+    """The diff from the revision the store holds; None once a store whose revision
+    this repository lacks is cleared."""
+    try:
+        return changed_files(repo, held, sha)
+    except GitError:
+        # Asked only when the diff failed, which saves a git call on every update.
+        if commit_exists(repo, held):
+            raise
+    warn(f"rebuilding index {store.path}: it holds revision {held[:12]}, "
+         "which is not in this repository (an index of another repository?)")
+    store.clear()
+    return None
+
+
+def _listed_changes(repo: Repository, store: IndexStore, sha: Sha,
+                    entries: list[FileEntry] | None) -> TreeChanges:
     entries = entries if entries is not None else list_files(repo, sha)
     known = store.file_blobs()
     current = {e.path: e.blob_sha for e in entries}
     removed = [p for p, blob in known.items() if current.get(p) != blob]
     return TreeChanges(removed, [e for e in entries if known.get(e.path) != e.blob_sha], [])
-
-
-def _usable_previous(repo: Repository, store: IndexStore,
-                     warn: Callable[[str], None]) -> str | None:
-    """The revision the store holds, if it can be updated; else clear the store.
-
-    A first build that was interrupted left a manifest without a revision (see
-    ``IndexStore.open``): its rows and vectors are kept, and it is completed path by path.
-    """
-    manifest = store.manifest
-    if manifest is None or not manifest.revision:
-        return None
-    if not commit_exists(repo, manifest.revision):
-        warn(f"rebuilding index {store.path}: it holds revision {manifest.revision[:12]}, "
-             "which is not in this repository (an index of another repository?)")
-        store.clear()
-        return None
-    return manifest.revision
 
 
 def _embed_missing(
