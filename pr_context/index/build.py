@@ -134,7 +134,7 @@ def build_index(
         embedded, reused = _embed_missing(store, rows, embedder, progress)
         store.replace_paths(changes.removed, rows.tables())
         store.prune_embeddings()
-        store.replace_cochange(_cochange(history, _indexed_paths(store)))
+        store.replace_cochange(_cochange(history, store))
         manifest = replace(
             wanted,
             revision=sha,
@@ -258,10 +258,14 @@ def _indexed_paths(store: IndexStore) -> set[str]:
     return {p for (p,) in store.query("SELECT path FROM files WHERE status = 'indexed'")}
 
 
-def _cochange(history: CommitHistory, paths: set[str]) -> dict[tuple[str, str], int]:
+def _cochange(history: CommitHistory, store: IndexStore) -> dict[tuple[str, str], int]:
     """How often each pair of indexed files changed in the same commit, recently."""
+    commits = history.file_lists(COCHANGE_MAX_FILES)
+    if not commits:  # a shallow clone's single commit, say: no need to ask the index
+        return {}
+    paths = _indexed_paths(store)
     pairs: Counter[tuple[str, str]] = Counter()
-    for files in history.file_lists(COCHANGE_MAX_FILES):
+    for files in commits:
         present = [f for f in files if f in paths]
         pairs.update(combinations(present, 2))
     return dict(pairs)
