@@ -18,6 +18,7 @@ from pr_context.embed import Embeddings
 from pr_context.errors import EmbeddingError, IndexFileError, UnknownRevisionError
 from pr_context.git import open_repository
 from pr_context.index.build import IndexOptions, IndexResult, build_index
+from pr_context.index.schema import ARROW_TYPES, MIGRATIONS
 from pr_context.index.store import DATA_TABLES, IndexStore
 from pr_context.progress import SilentProgress
 from tests.conftest import GitRepo
@@ -302,6 +303,16 @@ def test_an_unknown_revision_leaves_no_index_file(make_repo: Callable[..., GitRe
     with pytest.raises(UnknownRevisionError):
         index(repo, tmp_path / "index.duckdb", rev="no-such-branch")
     assert not list(tmp_path.glob("index.duckdb*"))
+
+
+def test_every_column_of_the_schema_has_an_arrow_type() -> None:
+    con = duckdb.connect(":memory:")
+    for _, sql in MIGRATIONS:
+        con.execute(sql)
+    columns = {c for (c,) in con.execute(
+        "SELECT column_name FROM information_schema.columns").fetchall()}
+    con.close()
+    assert columns <= set(ARROW_TYPES)
 
 
 def test_bare_repository(make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:

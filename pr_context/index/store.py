@@ -23,9 +23,15 @@ import numpy as np
 import pyarrow as pa
 
 from pr_context.errors import IndexFileError
-from pr_context.index.schema import MIGRATIONS, SCHEMA_VERSION, embeddings_table_sql
+from pr_context.index.schema import (
+    ARROW_TYPES,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    embeddings_table_sql,
+)
 
-__all__ = ["DATA_TABLES", "EarlyConnection", "IndexStore", "Manifest", "TableRows"]
+__all__ = ["DATA_TABLES", "EarlyConnection", "IndexStore", "Manifest", "TableRows",
+           "arrow_table"]
 
 # Tables holding per-file rows, with the columns that order them deterministically.
 DATA_TABLES: dict[str, str] = {
@@ -351,7 +357,7 @@ class IndexStore:
 
     def _insert(self, table: str, columns: TableRows) -> None:
         if columns and len(next(iter(columns.values()))):
-            self._insert_arrow(table, pa.table(columns))
+            self._insert_arrow(table, arrow_table(columns))
 
     def _insert_arrow(self, table: str, arrow: pa.Table) -> None:
         self._con.register("new_rows", arrow)
@@ -386,6 +392,12 @@ class _Transaction:
             self._con.execute("ROLLBACK")
             if isinstance(exc, duckdb.Error):
                 raise IndexFileError(f"cannot write index {self._path}: {exc}") from exc
+
+
+def arrow_table(columns: TableRows) -> pa.Table:
+    """New rows as an Arrow table, each column of its type in ``ARROW_TYPES``."""
+    return pa.table({name: pa.array(values, type=ARROW_TYPES.get(name))
+                     for name, values in columns.items()})
 
 
 def _connect(path: Path, warn: Callable[[str], None],
