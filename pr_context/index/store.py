@@ -190,11 +190,12 @@ class IndexStore:
         return dict(self._con.execute("SELECT path, blob_sha FROM files").fetchall())
 
     def counts(self) -> dict[str, int]:
+        # Both statuses from one scan of files.
         row = self._con.execute(
-            "SELECT (SELECT count(*) FROM files WHERE status = 'indexed'),"
-            " (SELECT count(*) FROM files WHERE status = 'skipped'),"
+            "SELECT count(*) FILTER (WHERE status = 'indexed'),"
+            " count(*) FILTER (WHERE status = 'skipped'),"
             " (SELECT count(*) FROM chunks), (SELECT count(*) FROM definitions),"
-            " (SELECT count(*) FROM refs), (SELECT count(*) FROM imports)"
+            " (SELECT count(*) FROM refs), (SELECT count(*) FROM imports) FROM files"
         ).fetchall()[0]
         keys = ("files", "skipped", "chunks", "definitions", "references", "imports")
         return dict(zip(keys, (int(v) for v in row), strict=True))
