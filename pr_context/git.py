@@ -366,7 +366,7 @@ class CommitHistory:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._proc is not None and self._proc.poll() is None:  # never waited for
+        if self._proc is not None and self._proc.returncode is None:  # never waited for
             self._proc.kill()
             self._proc.communicate()
         self._out.close()

@@ -108,8 +108,8 @@ def build_index(
 
     keep_texts = embedder is not None
     with ExitStack() as stack:
-        # An existing file is opened while git answers (DuckDB lets the GIL go); a new
-        # one is created only once the revision resolved, so a bad one leaves no file.
+        # An existing file is opened while git answers (DuckDB mostly runs without the
+        # GIL); a new one is created once the revision resolved, so a bad one leaves none.
         connecting = (stack.enter_context(EarlyConnection(db_path)) if db_path.exists()
                       else None)
         sha = resolve_revision(repo, rev)

@@ -87,13 +87,12 @@ class Manifest:
 class EarlyConnection:
     """A connection to an existing index file, begun in a background thread.
 
-    DuckDB lets the GIL go while it opens a file, so the caller's own work (git calls)
+    Much of DuckDB's start-up runs without the GIL, so the caller's own work (git calls)
     overlaps it. ``IndexStore.open`` takes the connection over, and its errors with it;
     leaving the context closes a connection never taken.
     """
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         pool = ThreadPoolExecutor(1, thread_name_prefix="index-connect")
         self._connection = pool.submit(duckdb.connect, str(path), config=_DUCKDB_CONFIG)
         pool.shutdown(wait=False)  # the thread ends with the connect
