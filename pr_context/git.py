@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +22,13 @@ __all__ = [
     "SUBMODULE_MODE",
     "SYMLINK_MODE",
     "BlobReader",
+    "CommitHistory",
     "PathChange",
     "Repository",
+    "TreeChanges",
     "changed_files",
     "changed_paths",
     "commit_exists",
-    "commit_file_lists",
     "fetch",
     "has_remote",
     "list_files",
@@ -75,6 +77,15 @@ class PathChange:
     old_path: str | None = None  # set for renames and copies
 
 
+@dataclass(frozen=True)
+class TreeChanges:
+    """What changed between two trees."""
+
+    removed: list[str]  # paths whose file at the old tree is gone or different, sorted
+    files: list[FileEntry]  # files of the new tree that are new or different, by path
+    paths: list[PathChange]  # as ``changed_paths`` reports them, in git's order
+
+
 def _run(repo_path: Path, args: Sequence[str], stdin: bytes | None = None,
          env: dict[str, str] | None = None) -> bytes:
     """Run git in ``repo_path`` and return stdout; raise GitError on failure."""
@@ -90,9 +101,14 @@ def _run(repo_path: Path, args: Sequence[str], stdin: bytes | None = None,
     except FileNotFoundError as exc:
         raise GitError("git is not installed or not on PATH") from exc
     except subprocess.CalledProcessError as exc:
-        message = exc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(f"git {args[0]} failed: {message[-1] if message else exc}") from exc
+        raise _git_failed(args, exc.stderr, exc) from exc
     return done.stdout
+
+
+def _git_failed(args: Sequence[str], stderr: bytes, fallback: object) -> GitError:
+    """The error for a failed git command: its last line of stderr says why."""
+    message = stderr.decode("utf-8", "replace").strip().splitlines()
+    return GitError(f"git {args[0]} failed: {message[-1] if message else fallback}")
 
 
 def open_repository(path: str | Path) -> Repository:
@@ -191,29 +207,39 @@ def list_files(repo: Repository, sha: Sha) -> list[FileEntry]:
     return sorted(entries, key=lambda e: e.path)
 
 
-def changed_files(repo: Repository, old: Sha, new: Sha) -> tuple[list[str], list[FileEntry]]:
-    """What changed between two trees, without listing either: the paths whose file at
-    ``old`` is gone or different, and the files of ``new`` that are new or different,
-    each sorted by path. Renames are a removal and an addition here; a file that turned
-    into a symlink or submodule is both."""
-    out = _run(repo.path, ["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-commit-id",
+def changed_files(repo: Repository, old: Sha, new: Sha) -> TreeChanges:
+    """What changed between two trees, from one diff and without listing either.
+
+    A rename removes its old path and adds its new one; a file that turned into a
+    symlink or submodule is both removed and added.
+    """
+    # The rename detection of ``changed_paths``, so that one diff serves both views.
+    out = _run(repo.path, ["diff-tree", "-r", "-z", "--raw", "-M", "--no-commit-id",
                            old, new, "--"])
-    fields = out.split(b"\0")
     removed: list[str] = []
     added: list[tuple[str, str, str]] = []  # path, blob, mode
-    for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
-        if not meta.startswith(b":"):
-            break
-        old_mode, new_mode, _old_blob, new_blob, _status = meta[1:].decode().split()
-        path = raw_path.decode("utf-8", "surrogateescape")
+    paths: list[PathChange] = []
+    for old_mode, new_mode, new_blob, change in _raw_records(out.split(b"\0")):
         if old_mode != "000000":
-            removed.append(path)
+            removed.append(change.old_path or change.path)
         if new_mode != "000000":
-            added.append((path, new_blob, new_mode))
+            added.append((change.path, new_blob, new_mode))
+        paths.append(change)
     sizes = _blob_sizes(repo, [blob for _, blob, mode in added if mode != SUBMODULE_MODE])
     entries = [FileEntry(path=path, blob_sha=blob, mode=mode, size=sizes.get(blob, -1))
                for path, blob, mode in added]
-    return sorted(removed), sorted(entries, key=lambda e: e.path)
+    return TreeChanges(sorted(removed), sorted(entries, key=lambda e: e.path), paths)
+
+
+def _raw_records(fields: list[bytes]) -> Iterator[tuple[str, str, str, PathChange]]:
+    """``--raw -z`` records without copies: (old mode, new mode, new blob, change)."""
+    i = 0
+    while i < len(fields) and fields[i].startswith(b":"):
+        old_mode, new_mode, _old_blob, new_blob, status = fields[i][1:].decode().split()
+        width = 3 if status.startswith("R") else 2  # a rename names both paths
+        change = next(_parse_name_status([status.encode(), *fields[i + 1 : i + width]]))
+        yield old_mode, new_mode, new_blob, change
+        i += width
 
 
 def _blob_sizes(repo: Repository, blobs: Sequence[str]) -> dict[str, int]:
@@ -322,22 +348,62 @@ def unified_diff(
     return out.decode("utf-8", "replace")
 
 
-def commit_file_lists(
-    repo: Repository, sha: Sha, max_commits: int, max_files_per_commit: int
-) -> list[list[str]]:
-    """Paths touched by each of the last ``max_commits`` commits reachable from ``sha``.
+class CommitHistory:
+    """The files each recent commit touched, from a ``git log`` begun at once.
 
-    Merge commits and commits touching more than ``max_files_per_commit`` files (bulk
-    reformatting, vendoring) are left out: they say nothing about which files belong
-    together.
+    git walks the history while the caller goes on, writing to a temporary file, which
+    unlike a pipe never fills up and stops it; ``file_lists`` waits for it. Use it as a
+    context manager: leaving it stops a git that was never waited for.
     """
-    out = _run(repo.path, ["log", "--no-merges", "--format=%x01", "--name-only", "-z",
-                           "--no-renames", f"-n{max_commits}", sha, "--"])
+
+    def __init__(self, repo: Repository, sha: Sha, max_commits: int) -> None:
+        self._args = ["log", "--no-merges", "--format=%x01", "--name-only", "-z",
+                      "--no-renames", f"-n{max_commits}", sha, "--"]
+        self._out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
+        self._proc = _start(repo.path, self._args, self._out) if max_commits > 0 else None
+
+    def __enter__(self) -> CommitHistory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None and self._proc.returncode is None:  # never waited for
+            self._proc.kill()
+            self._proc.communicate()
+        self._out.close()
+
+    def file_lists(self, max_files_per_commit: int) -> list[list[str]]:
+        """Paths touched by each of the last ``max_commits`` commits reachable from ``sha``.
+
+        Merge commits and commits touching more than ``max_files_per_commit`` files (bulk
+        reformatting, vendoring) are left out: they say nothing about which files belong
+        together.
+
+        :raises GitError: git failed.
+        """
+        if self._proc is None:
+            return []
+        _, err = self._proc.communicate()
+        if self._proc.returncode:
+            raise _git_failed(self._args, err, f"exit status {self._proc.returncode}")
+        self._out.seek(0)
+        return _file_lists(self._out.read(), max_files_per_commit)
+
+
+def _file_lists(log: bytes, max_files_per_commit: int) -> list[list[str]]:
     commits = []
-    for block in out.split(b"\x01")[1:]:
-        paths = {p.lstrip(b"\n").decode("utf-8", "surrogateescape")
-                 for p in block.split(b"\0")}
-        paths.discard("")
+    for block in log.split(b"\x01")[1:]:
+        paths = {p.lstrip(b"\n") for p in block.split(b"\0")}
+        paths.discard(b"")
+        # Counted before decoding: a shallow clone's root commit names every file.
         if 1 < len(paths) <= max_files_per_commit:
-            commits.append(sorted(paths))
+            commits.append(sorted(p.decode("utf-8", "surrogateescape") for p in paths))
     return commits
+
+
+def _start(repo_path: Path, args: Sequence[str], out: IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start git in ``repo_path`` writing to ``out``; its stderr is kept for errors."""
+    try:
+        return subprocess.Popen(["git", *_GIT_CONFIG, *args], cwd=repo_path, stdout=out,
+                                stderr=subprocess.PIPE, env={**os.environ, **_GIT_ENV})
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH") from exc

@@ -15,9 +15,10 @@ from click.testing import CliRunner
 
 from pr_context.cli import cli
 from pr_context.embed import Embeddings
-from pr_context.errors import EmbeddingError, IndexFileError
+from pr_context.errors import EmbeddingError, IndexFileError, UnknownRevisionError
 from pr_context.git import open_repository
 from pr_context.index.build import IndexOptions, IndexResult, build_index
+from pr_context.index.schema import ARROW_TYPES, MIGRATIONS
 from pr_context.index.store import DATA_TABLES, IndexStore
 from pr_context.progress import SilentProgress
 from tests.conftest import GitRepo
@@ -274,6 +275,44 @@ def test_corrupted_index_is_moved_aside_and_rebuilt(make_repo: Callable[..., Git
     assert result.digest == first.digest
     assert any("moved aside" in w for w in progress.warnings)
     assert len(list(tmp_path.glob("index.duckdb.corrupt-*"))) == 1
+
+
+def test_an_index_another_process_holds_is_reported_and_left_alone(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    first, _ = index(repo, db)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys; con = duckdb.connect(sys.argv[1]); "
+         "print('holding', flush=True); sys.stdin.read()", str(db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        with pytest.raises(IndexFileError, match="in use by another process"):
+            index(repo, db)
+    finally:
+        holder.communicate("")
+    assert not list(tmp_path.glob("index.duckdb.corrupt-*"))
+    again, _ = index(repo, db)
+    assert again.digest == first.digest
+
+
+def test_an_unknown_revision_leaves_no_index_file(make_repo: Callable[..., GitRepo],
+                                                  tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    with pytest.raises(UnknownRevisionError):
+        index(repo, tmp_path / "index.duckdb", rev="no-such-branch")
+    assert not list(tmp_path.glob("index.duckdb*"))
+
+
+def test_every_column_of_the_schema_has_an_arrow_type() -> None:
+    con = duckdb.connect(":memory:")
+    for _, sql in MIGRATIONS:
+        con.execute(sql)
+    columns = {c for (c,) in con.execute(
+        "SELECT column_name FROM information_schema.columns").fetchall()}
+    con.close()
+    assert columns <= set(ARROW_TYPES)
 
 
 def test_bare_repository(make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
@@ -582,7 +621,9 @@ def test_an_update_follows_files_turning_into_links_and_submodules(
     repo.git("commit", "-q", "-m", "link and submodule")
     updated, _ = index(repo, db)
     fresh, _ = index(repo, tmp_path / "fresh.duckdb")
-    assert updated.incremental and updated.changes["removed"] == 2
+    assert updated.changes == {"parsed": 2, "removed": 2, "type_changed": 1, "added": 1,
+                               "deleted": 1}
+    assert updated.incremental
     assert updated.digest == fresh.digest
     assert table_dump(db) == table_dump(tmp_path / "fresh.duckdb")
     status = {row[0]: row[6] for row in table_dump(db)["files"]}

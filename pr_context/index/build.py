@@ -14,25 +14,27 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 
 from pr_context.embed import Embedder
+from pr_context.errors import GitError
 from pr_context.git import (
     BlobReader,
+    CommitHistory,
     Repository,
+    TreeChanges,
     changed_files,
-    changed_paths,
     commit_exists,
-    commit_file_lists,
     list_files,
     read_file_at,
     resolve_revision,
 )
 from pr_context.index.parsing import ParsePool, Parsing, Rows
 from pr_context.index.schema import SCHEMA_VERSION
-from pr_context.index.store import IndexStore, Manifest
+from pr_context.index.store import EarlyConnection, IndexStore, Manifest
 from pr_context.models import FileEntry, Sha
 from pr_context.parse import PARSER_VERSION
 from pr_context.policy import (
@@ -98,18 +100,6 @@ def build_index(
     :raises ConfigError: the repository's config file is invalid.
     """
     started = time.perf_counter()
-    sha = resolve_revision(repo, rev)
-    # A new index file will hold every file; an existing one may need only what changed.
-    entries = list_files(repo, sha) if not db_path.exists() else None
-    policy = _policy_at(repo, sha, options)
-    wanted = Manifest(
-        schema_version=SCHEMA_VERSION,
-        parser_version=PARSER_VERSION,
-        embedding_model=embedder.name if embedder else NO_MODEL,
-        path_policy=json.dumps(policy.describe(), sort_keys=True),
-        policy_fingerprint=policy.fingerprint(),
-        cochange_commits=options.cochange_commits,
-    )
     warnings: list[str] = []
 
     def warn(message: str) -> None:
@@ -117,50 +107,75 @@ def build_index(
         progress.warn(message)
 
     keep_texts = embedder is not None
-    with BlobReader(repo) as blobs, ParsePool(options.parse_workers) as parsers:
+    with ExitStack() as stack:
+        # An existing file is opened while git answers (DuckDB mostly runs without the
+        # GIL); a new one is created once the revision resolved, so a bad one leaves none.
+        connecting = (stack.enter_context(EarlyConnection(db_path)) if db_path.exists()
+                      else None)
+        sha = resolve_revision(repo, rev)
+        # git reads the history for co-changes while the index is brought up to date.
+        history = stack.enter_context(CommitHistory(repo, sha, options.cochange_commits))
+        # A new index file will hold every file; an existing one may need only what changed.
+        entries = list_files(repo, sha) if connecting is None else None
+        policy = _policy_at(repo, sha, options)
+        wanted = _wanted_manifest(policy, options, embedder)
+        blobs = stack.enter_context(BlobReader(repo))
+        parsers = stack.enter_context(ParsePool(options.parse_workers))
         # Parsing every file of a new index starts before DuckDB creates the file.
         early = (Parsing(entries, blobs, policy, progress, parsers, keep_texts)
                  if entries is not None else None)
-        with IndexStore.open(db_path, wanted, warn) as store:
-            previous = _usable_previous(repo, store, warn)
-            removed, to_parse = _changes(repo, store, previous, sha, entries)
-            # A new file holds no rows: what it must parse is every listed file.
-            parse = (early if early is not None
-                     else Parsing(to_parse, blobs, policy, progress, parsers, keep_texts))
-            rows = parse.rows()
-            parsers.stop()
-            embedded, reused = _embed_missing(store, rows, embedder, progress)
-            store.replace_paths(removed, rows.tables())
-            store.prune_embeddings()
-            store.replace_cochange(_cochange(repo, sha, options, _indexed_paths(store)))
-            manifest = replace(
-                wanted,
-                revision=sha,
-                build_id=uuid.uuid4().hex,
-                built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                embedding_dimension=store.embedding_dimension(),
-            )
-            store.write_manifest(manifest)
-            counts = store.counts()
-            return IndexResult(
-                revision=sha,
-                files=counts["files"],
-                skipped=counts["skipped"],
-                chunks=counts["chunks"],
-                definitions=counts["definitions"],
-                references=counts["references"],
-                imports=counts["imports"],
-                embedded=embedded,
-                reused=reused,
-                incremental=previous is not None,
-                previous_revision=previous,
-                changes=_change_counts(repo, previous, sha, len(to_parse), len(removed)),
-                truncated=_truncated_count(store),
-                seconds=round(time.perf_counter() - started, 3),
-                digest=store.digest(),
-                build_id=manifest.build_id,
-                warnings=tuple(warnings),
-            )
+        store = stack.enter_context(IndexStore.open(db_path, wanted, warn, connecting))
+        previous, changes = _changes(repo, store, sha, entries, warn)
+        # A new file holds no rows: what it must parse is every listed file.
+        parse = (early if early is not None
+                 else Parsing(changes.files, blobs, policy, progress, parsers, keep_texts))
+        rows = parse.rows()
+        parsers.stop()
+        embedded, reused = _embed_missing(store, rows, embedder, progress)
+        store.replace_paths(changes.removed, rows.tables())
+        store.prune_embeddings()
+        store.replace_cochange(_cochange(history, store))
+        manifest = replace(
+            wanted,
+            revision=sha,
+            build_id=uuid.uuid4().hex,
+            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            embedding_dimension=store.embedding_dimension(),
+        )
+        store.write_manifest(manifest)
+        counts = store.counts()
+        return IndexResult(
+            revision=sha,
+            files=counts["files"],
+            skipped=counts["skipped"],
+            chunks=counts["chunks"],
+            definitions=counts["definitions"],
+            references=counts["references"],
+            imports=counts["imports"],
+            embedded=embedded,
+            reused=reused,
+            incremental=previous is not None,
+            previous_revision=previous,
+            changes=_change_counts(changes),
+            truncated=_truncated_count(store),
+            seconds=round(time.perf_counter() - started, 3),
+            digest=store.digest(),
+            build_id=manifest.build_id,
+            warnings=tuple(warnings),
+        )
+
+
+def _wanted_manifest(policy: PathPolicy, options: IndexOptions,
+                     embedder: Embedder | None) -> Manifest:
+    """The settings this build's index must have been made with, to be updated."""
+    return Manifest(
+        schema_version=SCHEMA_VERSION,
+        parser_version=PARSER_VERSION,
+        embedding_model=embedder.name if embedder else NO_MODEL,
+        path_policy=json.dumps(policy.describe(), sort_keys=True),
+        policy_fingerprint=policy.fingerprint(),
+        cochange_commits=options.cochange_commits,
+    )
 
 
 def _policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
@@ -172,39 +187,46 @@ def _policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
     return policy_from_config(text, options.include, options.exclude)
 
 
-def _changes(repo: Repository, store: IndexStore, previous: str | None, sha: Sha,
-             entries: list[FileEntry] | None) -> tuple[list[str], list[FileEntry]]:
-    """The paths whose rows go, and the files to parse.
+def _changes(repo: Repository, store: IndexStore, sha: Sha, entries: list[FileEntry] | None,
+             warn: Callable[[str], None]) -> tuple[str | None, TreeChanges]:
+    """The revision the index is updated from (None when rebuilt), and what changed.
 
-    An index that holds ``previous`` whole is updated from the diff of the two trees, so
-    the cost follows the diff; otherwise (a new file, an interrupted build) the index's
-    rows are compared with a listing of every file.
+    An index that holds a revision whole is updated from the diff of the two trees, so
+    the cost follows the diff; otherwise the index's rows are compared with a listing of
+    every file, and no path changes are reported. A first build that was interrupted
+    left a manifest without a revision (see ``IndexStore.open``): its rows and vectors
+    are kept, and it is completed path by path.
     """
-    if previous is not None:
-        return changed_files(repo, Sha(previous), sha)
+    held = store.manifest.revision if store.manifest is not None else ""
+    diff = _diff_from(repo, store, Sha(held), sha, warn) if held else None
+    if diff is not None:
+        return held, diff
+    return None, _listed_changes(repo, store, sha, entries)
+
+
+def _diff_from(repo: Repository, store: IndexStore, held: Sha, sha: Sha,
+               warn: Callable[[str], None]) -> TreeChanges | None:
+    """The diff from the revision the store holds; None once a store whose revision
+    this repository lacks is cleared."""
+    try:
+        return changed_files(repo, held, sha)
+    except GitError:
+        # Asked only when the diff failed, which saves a git call on every update.
+        if commit_exists(repo, held):
+            raise
+    warn(f"rebuilding index {store.path}: it holds revision {held[:12]}, "
+         "which is not in this repository (an index of another repository?)")
+    store.clear()
+    return None
+
+
+def _listed_changes(repo: Repository, store: IndexStore, sha: Sha,
+                    entries: list[FileEntry] | None) -> TreeChanges:
     entries = entries if entries is not None else list_files(repo, sha)
     known = store.file_blobs()
     current = {e.path: e.blob_sha for e in entries}
     removed = [p for p, blob in known.items() if current.get(p) != blob]
-    return removed, [e for e in entries if known.get(e.path) != e.blob_sha]
-
-
-def _usable_previous(repo: Repository, store: IndexStore,
-                     warn: Callable[[str], None]) -> str | None:
-    """The revision the store holds, if it can be updated; else clear the store.
-
-    A first build that was interrupted left a manifest without a revision (see
-    ``IndexStore.open``): its rows and vectors are kept, and it is completed path by path.
-    """
-    manifest = store.manifest
-    if manifest is None or not manifest.revision:
-        return None
-    if not commit_exists(repo, manifest.revision):
-        warn(f"rebuilding index {store.path}: it holds revision {manifest.revision[:12]}, "
-             "which is not in this repository (an index of another repository?)")
-        store.clear()
-        return None
-    return manifest.revision
+    return TreeChanges(removed, [e for e in entries if known.get(e.path) != e.blob_sha], [])
 
 
 def _embed_missing(
@@ -236,24 +258,23 @@ def _indexed_paths(store: IndexStore) -> set[str]:
     return {p for (p,) in store.query("SELECT path FROM files WHERE status = 'indexed'")}
 
 
-def _cochange(repo: Repository, sha: Sha, options: IndexOptions,
-              paths: set[str]) -> dict[tuple[str, str], int]:
+def _cochange(history: CommitHistory, store: IndexStore) -> dict[tuple[str, str], int]:
     """How often each pair of indexed files changed in the same commit, recently."""
-    pairs: Counter[tuple[str, str]] = Counter()
-    if options.cochange_commits <= 0:
+    commits = history.file_lists(COCHANGE_MAX_FILES)
+    if not commits:  # a shallow clone's single commit, say: no need to ask the index
         return {}
-    for files in commit_file_lists(repo, sha, options.cochange_commits, COCHANGE_MAX_FILES):
+    paths = _indexed_paths(store)
+    pairs: Counter[tuple[str, str]] = Counter()
+    for files in commits:
         present = [f for f in files if f in paths]
         pairs.update(combinations(present, 2))
     return dict(pairs)
 
 
-def _change_counts(repo: Repository, previous: str | None, sha: Sha,
-                   parsed: int, removed: int) -> dict[str, int]:
-    counts: dict[str, int] = {"parsed": parsed, "removed": removed}
-    if previous is not None and previous != sha:
-        for change in changed_paths(repo, Sha(previous), sha):
-            counts[change.status] = counts.get(change.status, 0) + 1
+def _change_counts(changes: TreeChanges) -> dict[str, int]:
+    counts: dict[str, int] = {"parsed": len(changes.files), "removed": len(changes.removed)}
+    for change in changes.paths:
+        counts[change.status] = counts.get(change.status, 0) + 1
     return counts
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from pr_context.git import SUBMODULE_MODE, SYMLINK_MODE, BlobReader
-from pr_context.index.store import TableRows
+from pr_context.index.store import TableRows, arrow_table
 from pr_context.languages import language_for_path
 from pr_context.models import Chunk, FileEntry, ParsedFile
 from pr_context.parse import parse_file
@@ -70,7 +70,7 @@ class Rows:
 
     def freeze(self) -> None:
         for table, columns in self._pending.items():
-            self._frozen.setdefault(table, []).append(pa.table(columns))
+            self._frozen.setdefault(table, []).append(arrow_table(columns))
         self._pending = {}
 
     def tables(self) -> dict[str, pa.Table]:

@@ -8,7 +8,9 @@ rows were produced by other parsing code too.
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "embeddings_table_sql"]
+import pyarrow as pa
+
+__all__ = ["ARROW_TYPES", "MIGRATIONS", "SCHEMA_VERSION", "embeddings_table_sql"]
 
 _M001_CREATE_TABLES = """
 CREATE TABLE manifest (key VARCHAR NOT NULL, value VARCHAR NOT NULL);
@@ -54,6 +56,22 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m002_file_digests", _M002_FILE_DIGESTS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+
+_TEXT, _NUMBER = pa.string(), pa.int64()  # what pyarrow infers from str and int values
+# The Arrow type of each column new rows are gathered in, by name: a name has one type in
+# every table. Given the type, pyarrow does not infer it, which tries to import dateutil
+# for every column and searches sys.path each time when dateutil is not installed.
+ARROW_TYPES: dict[str, pa.DataType] = {
+    **dict.fromkeys(("alias", "blob_sha", "chunk_id", "context", "digest", "docstring",
+                     "enclosing", "key", "kind", "language", "module", "name", "parent",
+                     "path", "path_a", "path_b", "qualified_name", "receiver", "role",
+                     "signature", "skip_reason", "status", "symbol", "text", "text_hash",
+                     "value"), _TEXT),
+    **dict.fromkeys(("col", "commits", "end_line", "level", "line", "ordinal", "size",
+                     "start_line", "syntax_errors"), _NUMBER),
+    "decode_errors": pa.bool_(),
+    "parameters": pa.list_(_TEXT),
+}
 
 
 def embeddings_table_sql(dimension: int) -> str:
