@@ -173,8 +173,8 @@ def _typed_receiver(tables: Tables, site: Site, scope: Def | None, receiver: str
             return None
         call = _CALL_SEGMENT.fullmatch(segment)
         if call is None:
-            held, how = (_field_class(tables, held, segment),
-                         f"the field {held.qualified_name}.{segment}")
+            how = f"the field {held.qualified_name}.{segment}"
+            held = _field_class(tables, held, segment)
             continue
         method = method_in(tables, held.qualified_name, call.group(1))
         held = _returned_class(tables, tables.definitions[method]) if method else None
