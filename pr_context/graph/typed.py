@@ -1,0 +1,153 @@
+"""The class a receiver holds in Java, TypeScript, Go and Rust, from declarations alone.
+
+Static types make most receivers evident without running anything: a parameter's
+declared type, a local's declared type or the value it was declared with, a field a
+class or struct header declares, what a constructor makes and what a function declares it
+returns, step by step along a chain (``ClassName.get(...).annotated(a).box()``).
+Declarations are read from signature and source text by :mod:`~pr_context.graph.declared`.
+Python receivers are inferred by :mod:`~pr_context.graph.infer` instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pr_context.graph.annotations import split_top_level
+from pr_context.graph.declared import local_declaration, parameter_types, return_type
+from pr_context.graph.infer import Inferred
+from pr_context.graph.names import bind_name, enclosing_class, method_in, mro, resolve_dotted
+from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables
+
+__all__ = ["SELF_RECEIVERS", "go_receiver_name", "typed_receiver"]
+
+# Receivers that denote the instance (or class) of the enclosing class, per language.
+SELF_RECEIVERS: dict[str, frozenset[str]] = {
+    "python": frozenset({"self", "cls"}),
+    "javascript": frozenset({"this"}),
+    "typescript": frozenset({"this"}),
+    "tsx": frozenset({"this"}),
+    "java": frozenset({"this"}),
+    "rust": frozenset({"self", "Self"}),
+}
+# A local assigned from another local assigned from ...: typed this many steps deep.
+_MAX_DEPTH = 3
+# Lines read back from a site for a local's declaration: bounds the cost in huge functions.
+_MAX_SCAN = 300
+_NAME_SEGMENT = re.compile(r"[A-Za-z_$][\w$]*")
+_CALL_SEGMENT = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:<[^()]*>)?\s*\(.*\)", re.DOTALL)
+_GO_RECEIVER = re.compile(r"func\s*\(\s*(\w+)\s+\*?\s*\w")
+
+
+def typed_receiver(tables: Tables, site: Site, scope: Def | None, receiver: str,
+                   depth: int = 0) -> Inferred | None:
+    """The class a statically typed receiver holds, from declarations alone: a parameter
+    (``type`` in ``void f(TypeName type)``), a new instance (``new Money(1)``), what a
+    function declares it returns (``ClassName.get(...)``), and so on along a call chain
+    (``Foo.builder().name(n)``), a declared field (``this.writer``, ``c.parent``). An
+    undeclared step ends it: unknown."""
+    segments = [step.strip() for step in split_top_level(receiver, ".")]
+    held, how, start = _chain_head(tables, site, scope, segments, depth)
+    for segment in segments[start:]:
+        if held is None:
+            return None
+        call = _CALL_SEGMENT.fullmatch(segment)
+        if call is None:
+            how = f"the field {held.qualified_name}.{segment}"
+            held = _field_class(tables, held, segment)
+            continue
+        method = method_in(tables, held.qualified_name, call.group(1))
+        held = _returned_class(tables, tables.definitions[method]) if method else None
+        how = f"what {method} returns"
+    if held is None or held.kind not in CLASS_KINDS:
+        return None
+    return Inferred("instance", held.qualified_name, how)
+
+
+def _chain_head(tables: Tables, site: Site, scope: Def | None, segments: list[str],
+                depth: int) -> tuple[Def | None, str, int]:
+    """The class the first steps of a chain hold, how, and how many steps that took."""
+    if not segments:
+        return None, "", 0
+    if scope is not None and _NAME_SEGMENT.fullmatch(segments[0]):
+        if segments[0] in SELF_RECEIVERS.get(site.language, ()) or segments[0] == (
+                go_receiver_name(scope)):
+            own = enclosing_class(tables, site.enclosing)
+            return tables.definitions.get(own or ""), f"{segments[0]}, a {own}", 1
+        variable = _variable_class(tables, site, scope, segments[0], depth)
+        if variable is not None:
+            return variable[0], variable[1], 1
+    for end, segment in enumerate(segments):
+        call = _CALL_SEGMENT.fullmatch(segment.removeprefix("new "))
+        if call is None:
+            if not _NAME_SEGMENT.fullmatch(segment):
+                break
+            continue
+        named = ".".join([*segments[:end], call.group(1)])
+        d = _definition_named(tables, site.path, site.enclosing, named)
+        if d is None or d.kind in CLASS_KINDS:
+            return d, f"a new {named}", end + 1
+        return _returned_class(tables, d), f"what {d.qualified_name} returns", end + 1
+    return None, "", 0
+
+
+def _variable_class(tables: Tables, site: Site, scope: Def, name: str,
+                    depth: int) -> tuple[Def | None, str] | None:
+    """What a parameter or local ``name`` holds at the site: its declared class, or the
+    class of the value it was last declared with (None inside: a name it declares but
+    whose class is not evident); None when the scope declares no such name."""
+    declared = parameter_types(scope.signature, scope.name, scope.language).get(name)
+    if declared:
+        return (_class_named(tables, site.path, site.enclosing, declared),
+                f"a parameter declared {declared}")
+    lines = tables.lines.get(site.path, {})
+    for line in range(site.line - 1, max(scope.start_line, site.line - _MAX_SCAN), -1):
+        declared, value = local_declaration(lines.get(line, ""), name, site.language)
+        if declared:
+            return (_class_named(tables, site.path, site.enclosing, declared),
+                    f"declared {declared} on line {line}")
+        if value is not None:
+            held = (typed_receiver(tables, site, scope, value.replace("::", "."), depth + 1)
+                    if depth < _MAX_DEPTH else None)
+            found = tables.definitions.get(held.target) if held else None
+            return found, f"assigned {value} on line {line}"
+    own = tables.definitions.get(enclosing_class(tables, site.enclosing) or "")
+    field = own and site.language == "java" and _field_class(tables, own, name)
+    return (field, f"the field {own.qualified_name}.{name}") if field and own else None
+
+
+def _field_class(tables: Tables, owner: Def, name: str) -> Def | None:
+    """The class of field ``name`` that ``owner`` or one of its bases declares."""
+    for cls in mro(tables, owner.qualified_name):
+        declared = tables.field_types.get(cls, {}).get(name)
+        if declared:
+            d = tables.definitions[cls]
+            return _class_named(tables, d.path, cls, declared)
+    return None
+
+
+def _returned_class(tables: Tables, function: Def) -> Def | None:
+    """The index class a typed function declares it returns (Rust's ``Self``: its own)."""
+    returned = return_type(function.signature, function.name, function.language)
+    if returned is None:
+        return None
+    if returned == "Self":
+        return tables.definitions.get(function.parent or "")
+    return _class_named(tables, function.path, function.qualified_name, returned)
+
+
+def _definition_named(tables: Tables, path: str, enclosing: str | None,
+                      dotted: str) -> Def | None:
+    head, _, rest = dotted.partition(".")
+    binding = bind_name(tables, path, enclosing, head)
+    found = binding and resolve_dotted(tables, ".".join(p for p in (binding.target, rest) if p))
+    return tables.definitions.get(found or "")
+
+
+def _class_named(tables: Tables, path: str, enclosing: str | None, dotted: str) -> Def | None:
+    d = _definition_named(tables, path, enclosing, dotted)
+    return d if d is not None and d.kind in CLASS_KINDS else None
+
+
+def go_receiver_name(d: Def) -> str | None:
+    match = _GO_RECEIVER.match(d.signature) if d.language == "go" else None
+    return match.group(1) if match else None
