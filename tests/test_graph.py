@@ -632,6 +632,8 @@ DECLARED_FILES = {
         "func (c *Cached) Get() string {\n\treturn c.inner.Get()\n}\n"),
     "web/holder.ts": (
         "import { Api } from './api'\nexport class Holder {\n  private api?: Api\n"
+        "  read(): number {\n    return this.api.get()\n  }\n}\n"
+        "export class Injected {\n  constructor(private readonly api: Api) {}\n"
         "  read(): number {\n    return this.api.get()\n  }\n}\n"),
     "src/keeper.rs": (
         "use crate::shop::Cart;\npub struct Keeper {\n    cart: Cart,\n}\nimpl Keeper {\n"
@@ -688,6 +690,7 @@ DECLARED_FILES = {
         ("web/api.ts", 9, "web.api.use", "graph"),
         ("web/api.ts", 9, "web.api.use", "graph"),
         ("web/holder.ts", 5, "web.holder.Holder.read", "graph"),
+        ("web/holder.ts", 11, "web.holder.Injected.read", "graph"),  # a parameter property
         ("web/use.ts", 5, "web.use.run", "graph"),
         ("web/use.ts", 5, "web.use.run", "graph"),
     ], id="typescript"),
@@ -737,6 +740,8 @@ def test_declared_parameter_and_return_types(
      "  P(ClassName rawType) {", {"rawType": "ClassName", "n": "int"}),
     ("typescript", "export class S {\n  private api: Api | null = null\n  get(): number {",
      {"api": "Api"}),
+    ("tsx", "export class S {\n  constructor(\n    private readonly http: Http,\n"
+     "    plain: Other,\n  ) {}\n}", {"http": "Http"}),  # a parameter property
     ("go", "type C struct {\n\tparent *C\n\tflags *flag.FlagSet `json:\"f\"`\n"
      "\tchildren []*C\n}", {"parent": "C", "flags": "flag.FlagSet"}),
     ("rust", "pub struct D<'a> {\n    read: R,\n    pub(crate) map: &'a mut Map<K, V>,\n}",

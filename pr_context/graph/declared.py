@@ -140,6 +140,25 @@ def field_types(header: str, language: str) -> dict[str, str]:
         declared = match and _plain_type(_field_type(match.group("type"), language))
         if match and declared and declared not in _JAVA_NOT_TYPES:
             found.setdefault(match.group("name"), declared)
+    if language in ("typescript", "tsx"):
+        found.update(_parameter_properties(header))
+    return found
+
+
+def _parameter_properties(header: str) -> dict[str, str]:
+    """TypeScript's ``constructor(private store: Store)``: a parameter with an access
+    modifier is a field too (how dependency injection hands services to a class)."""
+    at = re.search(r"(?<![\w$.])constructor\s*\(", header)
+    span = _parameter_span(header[at.start():], "constructor") if at else None
+    if at is None or span is None:
+        return {}
+    group = header[at.start() + span[0] + 1 : at.start() + span[1]]
+    found = {}
+    for parameter in _split(group):
+        if _TS_MODIFIERS.match(parameter.strip()):
+            pair = _typescript(parameter.strip())
+            if pair is not None:
+                found[pair[0]] = pair[1]
     return found
 
 
