@@ -8,8 +8,11 @@ import pytest
 
 from pr_context.graph import SymbolGraph, callers_of
 from pr_context.graph.declared import (
+    Local,
+    element_type,
     field_types,
     local_declaration,
+    named_type,
     parameter_types,
     return_type,
 )
@@ -638,6 +641,16 @@ DECLARED_FILES = {
     "src/keeper.rs": (
         "use crate::shop::Cart;\npub struct Keeper {\n    cart: Cart,\n}\nimpl Keeper {\n"
         "    pub fn sum(&self) -> i32 {\n        self.cart.total()\n    }\n}\n"),
+    "store/loop.go": (
+        "package store\n\ntype Shelf struct {\n\tstores []*Store\n}\n\n"
+        "func (s *Shelf) All() string {\n\tfor _, st := range s.stores {\n"
+        "\t\treturn st.Get()\n\t}\n\treturn \"\"\n}\n"),
+    "web/loop.ts": (
+        "import { Api } from './api'\nexport function each(apis: readonly Api[]): void {\n"
+        "  for (const a of apis) {\n    a.get()\n  }\n}\n"),
+    "src/loop.rs": (
+        "use crate::shop::Cart;\npub fn each(carts: &[Cart]) {\n"
+        "    for c in carts.iter() {\n        c.total();\n    }\n}\n"),
     "store/use.go": (
         "package store\n\nfunc Use() string {\n\ts := Open()\n\tvar t *Store\n"
         "\treturn s.Get() + t.Get()\n}\n"),
@@ -680,6 +693,7 @@ DECLARED_FILES = {
     pytest.param("com.acme.Coin.cents", [], id="java-other-class"),
     pytest.param("store.Store.Get", [
         ("store/cached.go", 8, "store.Cached.Get", "graph"),  # the receiver's field
+        ("store/loop.go", 9, "store.Shelf.All", "graph"),  # an item of a []*Store field
         ("store/store.go", 14, "store.Read", "graph"),
         ("store/store.go", 18, "store.First", "graph"),
         ("store/use.go", 6, "store.Use", "graph"),
@@ -691,12 +705,14 @@ DECLARED_FILES = {
         ("web/api.ts", 9, "web.api.use", "graph"),
         ("web/holder.ts", 5, "web.holder.Holder.read", "graph"),
         ("web/holder.ts", 11, "web.holder.Injected.read", "graph"),  # a parameter property
+        ("web/loop.ts", 4, "web.loop.each", "graph"),  # for ... of an Api[]
         ("web/use.ts", 5, "web.use.run", "graph"),
         ("web/use.ts", 5, "web.use.run", "graph"),
     ], id="typescript"),
     pytest.param("web.api.Other.get", [], id="typescript-other-class"),
     pytest.param("shop.Cart.total", [
         ("src/keeper.rs", 7, "keeper.Keeper.sum", "graph"),  # self's field
+        ("src/loop.rs", 4, "loop.each", "graph"),  # for c in carts.iter()
         ("src/shop.rs", 11, "shop.sum", "graph"),
         ("src/shop.rs", 11, "shop.sum", "graph"),
         ("src/till.rs", 5, "till.run", "graph"),
@@ -712,19 +728,20 @@ def test_receivers_typed_by_declarations(
 
 @pytest.mark.parametrize(("language", "signature", "name", "parameters", "returned"), [
     ("java", "public static <T> Money of(@Nullable final Cents c, int n, Money... more)",
-     "of", {"c": "Cents", "n": "int"}, "Money"),
+     "of", {"c": "Cents", "n": "int", "more": "Money..."}, "Money"),
     ("java", "void put(Map<String, List<Money>> byName, com.acme.Money m)", "put",
-     {"byName": "Map", "m": "com.acme.Money"}, "void"),
+     {"byName": "Map<String, List<Money>>", "m": "com.acme.Money"}, "void"),
     ("go", "func (s *Store) Copy(a, b *Store, keys []string, f func(int) error) (*Store, error)",
-     "Copy", {"a": "Store", "b": "Store"}, None),
+     "Copy", {"a": "Store", "b": "Store", "keys": "[]string", "f": "func(int) error"},
+     "(*Store, error)"),
     ("go", "func Open(path string) *db.Store", "Open", {"path": "string"}, "db.Store"),
     ("typescript", "export function wrap<T>(api?: StoreApi<T> | undefined, "
      "cb: (a: number, b: string) => void, { x }: Props): Wrapped<T> {",
-     "wrap", {"api": "StoreApi"}, "Wrapped"),
+     "wrap", {"api": "StoreApi<T>", "cb": "(a: number, b: string) => void"}, "Wrapped<T>"),
     ("tsx", "constructor(private readonly store: Store, n = 1)", "constructor",
      {"store": "Store"}, None),
     ("rust", "pub fn merge<'a>(&mut self, other: &'a mut Cart, mut n: u8) -> Result<Self, E>",
-     "merge", {"other": "Cart", "n": "u8"}, "Result"),
+     "merge", {"other": "Cart", "n": "u8"}, "Result<Self, E>"),
     ("rust", "fn new() -> Self where T: Clone", "new", {}, "Self"),
     ("python", "def f(x: Cart) -> Cart", "f", {}, None),
 ])
@@ -741,30 +758,48 @@ def test_declared_parameter_and_return_types(
     ("typescript", "export class S {\n  private api: Api | null = null\n  get(): number {",
      {"api": "Api"}),
     ("tsx", "export class S {\n  constructor(\n    private readonly http: Http,\n"
-     "    plain: Other,\n  ) {}\n}", {"http": "Http"}),  # a parameter property
+     "    plain: Other,\n  ) {}\n}", {"http": "Http", "plain": "Other"}),
     ("go", "type C struct {\n\tparent *C\n\tflags *flag.FlagSet `json:\"f\"`\n"
-     "\tchildren []*C\n}", {"parent": "C", "flags": "flag.FlagSet"}),
+     "\tchildren []*C\n}", {"parent": "C", "flags": "flag.FlagSet", "children": "[]*C"}),
     ("rust", "pub struct D<'a> {\n    read: R,\n    pub(crate) map: &'a mut Map<K, V>,\n}",
-     {"read": "R", "map": "Map"}),
+     {"read": "R", "map": "Map<K, V>"}),
 ])
 def test_declared_fields(language: str, header: str, fields: dict[str, str]) -> None:
     assert field_types(header, language) == fields
 
 
+@pytest.mark.parametrize(("text", "named", "item"), [
+    ("Money", "Money", None),
+    ("StoreApi<T>", "StoreApi", None),
+    ("[]*Command", None, "Command"),
+    ("readonly Api[]", None, "Api"),
+    ("List<Money>", "List", "Money"),
+    ("Vec<shop.Cart>", "Vec", "shop.Cart"),
+    ("[Cart]", None, "Cart"),
+    ("Map<K, V>", "Map", None),
+    ("func(int) error", None, None),
+])
+def test_what_a_declared_type_names(text: str, named: str | None, item: str | None) -> None:
+    assert (named_type(text), element_type(text)) == (named, item)
+
+
 @pytest.mark.parametrize(("language", "line", "name", "declared"), [
     ("java", "        final Map<String, X> held = new HashMap<>();", "held",
-     ("Map", "new HashMap<>()")),
-    ("java", "        return held;", "held", (None, None)),
+     Local("Map<String, X>", "new HashMap<>()")),
+    ("java", "        return held;", "held", None),
     ("typescript", "  const store: StoreApi<T> | null = create(init)", "store",
-     ("StoreApi", "create(init)")),
-    ("tsx", "  let api = make();", "api", (None, "make()")),
-    ("go", "\tcmd := NewCommand(\"x\")", "cmd", (None, 'NewCommand("x")')),
-    ("go", "\tvar c *Command", "c", ("Command", None)),
-    ("rust", "    let v: &mut Value = &x;", "v", ("Value", "&x")),
-    ("rust", "    let other = 1;", "v", (None, None)),
+     Local("StoreApi<T>", "create(init)")),
+    ("tsx", "  let api = make();", "api", Local(None, "make()")),
+    ("go", "\tcmd := NewCommand(\"x\")", "cmd", Local(None, 'NewCommand("x")')),
+    ("go", "\tvar c *Command", "c", Local("Command")),
+    ("go", "\tfor _, cmd := range c.commands {", "cmd", Local(iterates="c.commands")),
+    ("typescript", "  for (const item of this.items) {", "item", Local(iterates="this.items")),
+    ("rust", "    for x in &self.items {", "x", Local(iterates="&self.items")),
+    ("rust", "    let v: &mut Value = &x;", "v", Local("Value", "&x")),
+    ("rust", "    let other = 1;", "v", None),
 ])
 def test_local_declarations(language: str, line: str, name: str,
-                            declared: tuple[str | None, str | None]) -> None:
+                            declared: Local | None) -> None:
     assert local_declaration(line, name, language) == declared
 
 

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import NamedTuple
 
-__all__ = ["field_types", "local_declaration", "parameter_types", "return_type"]
+__all__ = [
+    "Local", "element_type", "field_types", "local_declaration", "named_type",
+    "parameter_types", "return_type",
+]
 
 _PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLOSERS = frozenset(_PAIRS.values())
@@ -27,12 +31,23 @@ _RUST_REFERENCE = re.compile(r"^&\s*(?:'\w+\s+)?(?:mut\s+)?|^mut\s+")
 _NAME = re.compile(r"[A-Za-z_$][\w$]*")
 _TYPE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _LANGUAGES = frozenset({"java", "typescript", "tsx", "go", "rust"})
+# The type right before a Java method's name: `List<Money>`, `Money[]`, `Money`.
+_JAVA_RETURN = re.compile(r"([\w.$]+(?:<.*>)?(?:\[\])*)\s*$")
+_ELEMENT_FORMS = (
+    re.compile(r"\[\](?P<item>.+)"),  # Go []T, []*T
+    re.compile(r"(?:readonly\s+)?(?P<item>[\w.$]+(?:<.*>)?)\[\]"),  # T[]
+    re.compile(r"(?:[\w.$]+\.)?(?:Array|ReadonlyArray|Set|ReadonlySet|List|ArrayList|"
+               r"LinkedList|Collection|Iterable|Iterator|Stream|Deque|Queue|SortedSet|Vec|"
+               r"VecDeque|HashSet|BTreeSet)<(?P<item>.+)>"),
+    re.compile(r"\[(?P<item>[^;\]]+)\]"),  # Rust [T], after & is gone
+)
 
 
 @cache
 def parameter_types(signature: str, name: str, language: str) -> dict[str, str]:
-    """Parameter name -> its declared type's dotted name, for ``language``'s function
-    ``name`` with ``signature``; empty for another language or an unreadable signature."""
+    """Parameter name -> its declared type text (pointer, reference and nullish union
+    taken off), for ``language``'s function ``name`` with ``signature``; empty for another
+    language or an unreadable signature. :func:`named_type` tells what class it names."""
     if language not in _LANGUAGES:
         return {}
     span = _parameter_span(signature, name)
@@ -52,26 +67,24 @@ def parameter_types(signature: str, name: str, language: str) -> dict[str, str]:
 
 @cache
 def return_type(signature: str, name: str, language: str) -> str | None:
-    """The dotted name of the type function ``name`` declares it returns, if plain."""
+    """The type text function ``name`` declares it returns, if it declares one."""
     if language not in _LANGUAGES:
         return None
     span = _parameter_span(signature, name)
     if span is None:
         return None
     if language == "java":
-        before = _JAVA_MODIFIERS.sub("", _JAVA_ANNOTATION.sub("", signature[: _name_end(
-            signature, name) - len(name)]))
-        words = _GENERIC_ARGUMENTS.sub("", before).split()
-        return _plain_type(words[-1]) if words else None
+        before = signature[: _name_end(signature, name) - len(name)]
+        match = _JAVA_RETURN.search(_JAVA_ANNOTATION.sub("", before))
+        return match.group(1) if match else None
     after = signature[span[1] + 1 :].strip()
     if language == "go":
-        return _plain_type(after.split("{", 1)[0].strip().lstrip("*"))
+        return after.split("{", 1)[0].strip().removeprefix("*") or None
     if language == "rust":
         match = re.match(r"->\s*([^{]+?)\s*(?:where\b|\{|$)", after)
-        return _plain_type(_RUST_REFERENCE.sub("", match.group(1)).replace("::", ".")
-                           ) if match else None
+        return _RUST_REFERENCE.sub("", match.group(1)).replace("::", ".") if match else None
     match = re.match(r":\s*([^{=]+?)\s*(?:\{|=>|$)", after)
-    return _plain_type(_TS_NULLISH.sub("", match.group(1))) if match else None
+    return _TS_NULLISH.sub("", match.group(1)).strip() if match else None
 
 
 # One statement per line, the usual style: `Type name = value;`, `const name: T = value`,
@@ -81,34 +94,44 @@ _LOCAL_FORMS = {
     "java": r"\s*(?:(?:final\s+)?(?P<type>[\w.$]+(?:<.*>)?)\s+{name}\s*"
             r"(?:=\s*(?P<value>.+?))?;?|.*\bfor\s*\(\s*(?:final\s+)?"
             r"(?P<loop>[\w.$]+(?:<.*>)?)\s+{name}\s*:.*)",
-    "typescript": r"\s*(?:const|let|var)\s+{name}\s*(?::\s*(?P<type>[^=]+?))?\s*"
-                  r"(?:=\s*(?P<value>.+?))?;?",
+    "typescript": r"\s*(?:(?:const|let|var)\s+{name}\s*(?::\s*(?P<type>[^=]+?))?\s*"
+                  r"(?:=\s*(?P<value>.+?))?;?|.*\bfor\s*\(\s*(?:const|let|var)\s+{name}\s+"
+                  r"of\s+(?P<iterates>.+?)\)\s*\{?)",
     "go": r"\s*(?:{name}\s*:=\s*(?P<value>.+)|var\s+{name}\s+(?P<type>[^=]+?)"
-          r"(?:\s*=\s*(?P<value2>.+))?)",
-    "rust": r"\s*let\s+(?:mut\s+)?{name}\s*(?::\s*(?P<type>[^=]+?))?\s*="
-            r"\s*(?P<value>.+?);",
+          r"(?:\s*=\s*(?P<value2>.+))?|for\s+\w+\s*,\s*{name}\s*:=\s*range\s+"
+          r"(?P<iterates>.+?)\s*\{?)",
+    "rust": r"\s*(?:let\s+(?:mut\s+)?{name}\s*(?::\s*(?P<type>[^=]+?))?\s*="
+            r"\s*(?P<value>.+?);|for\s+(?:mut\s+)?{name}\s+in\s+(?P<iterates>.+?)\s*\{?)",
 }
 _LOCAL_FORMS["tsx"] = _LOCAL_FORMS["javascript"] = _LOCAL_FORMS["typescript"]
 _JAVA_NOT_TYPES = frozenset({"return", "new", "throw", "else", "case", "yield"})
 
 
-def local_declaration(line: str, name: str, language: str) -> tuple[str | None, str | None]:
-    """(declared type, assigned expression) when ``line`` declares the local ``name``;
-    (None, None) otherwise. The type is a dotted name or None; the value is raw text."""
+class Local(NamedTuple):
+    """What a line says of a local: its declared type text, the expression assigned to it,
+    or the expression a loop takes it from (one item at a time)."""
+
+    type: str | None = None
+    value: str | None = None
+    iterates: str | None = None
+
+
+def local_declaration(line: str, name: str, language: str) -> Local | None:
+    """What ``line`` declares about the local ``name``; None when it declares nothing."""
     form = _LOCAL_FORMS.get(language)
     match = form and _local_pattern(form, name).fullmatch(line.rstrip())
     if not match:
-        return None, None
+        return None
     groups = match.groupdict()
     declared = groups.get("type") or groups.get("loop")
     if language == "java" and declared in _JAVA_NOT_TYPES:
-        return None, None
+        return None
     if declared and language == "rust":
         declared = _RUST_REFERENCE.sub("", declared.strip()).replace("::", ".")
     if declared and language in ("typescript", "tsx", "javascript"):
         declared = _TS_NULLISH.sub("", declared)
-    value = groups.get("value") or groups.get("value2")
-    return (_plain_type(declared.lstrip("*")) if declared else None), value
+    return Local(declared.strip().removeprefix("*") if declared else None,
+                 groups.get("value") or groups.get("value2"), groups.get("iterates"))
 
 
 @cache
@@ -123,7 +146,8 @@ _FIELD_FORMS = {
     "typescript": re.compile(r"\s*(?:(?:private|public|protected|readonly|static|declare)"
                              r"\s+)*#?(?P<name>[\w$]+)[?!]?\s*:\s*(?P<type>[^=;]+?)\s*"
                              r"(?:=.*)?;?"),
-    "go": re.compile(r"\s*(?P<name>\w+)\s+\*?(?P<type>[\w.]+)\s*(?:`.*`)?\s*(?://.*)?"),
+    "go": re.compile(r"\s*(?P<name>\w+)\s+\*?(?P<type>(?:\[\]\*?)?[\w.]+)\s*(?:`.*`)?"
+                     r"\s*(?://.*)?"),
     "rust": re.compile(r"\s*(?:pub(?:\([^)]*\))?\s+)?(?P<name>\w+)\s*:\s*(?P<type>.+?),?"
                        r"\s*(?://.*)?"),
 }
@@ -131,13 +155,13 @@ _FIELD_FORMS["tsx"] = _FIELD_FORMS["typescript"]
 
 
 def field_types(header: str, language: str) -> dict[str, str]:
-    """Field name -> declared type's dotted name, for the fields a class, struct or
-    interface header declares one per line (others, and methods, are left out)."""
+    """Field name -> declared type text, for the fields a class, struct or interface
+    header declares one per line (others, and methods, are left out)."""
     form = _FIELD_FORMS.get(language)
     found: dict[str, str] = {}
     for line in header.split("\n")[1:] if form else ():
         match = form.fullmatch(line.rstrip()) if form else None
-        declared = match and _plain_type(_field_type(match.group("type"), language))
+        declared = match and _field_type(match.group("type"), language).strip().rstrip(",;")
         if match and declared and declared not in _JAVA_NOT_TYPES:
             found.setdefault(match.group("name"), declared)
     if language in ("typescript", "tsx"):
@@ -219,7 +243,7 @@ def _java(parameter: str) -> tuple[str, str] | None:
 
 
 def _typescript(parameter: str) -> tuple[str, str] | None:
-    text = _TS_MODIFIERS.sub("", parameter).split("=", 1)[0].strip()
+    text = re.split(r"=(?!>)", _TS_MODIFIERS.sub("", parameter), maxsplit=1)[0].strip()
     name, colon, type_text = text.partition(":")
     if not colon:
         return None
@@ -244,7 +268,7 @@ def _go(parameters: list[str]) -> dict[str, str]:
             waiting.append(name)
             continue
         for each in (*waiting, name):
-            pair = _pair(each, type_text.strip().lstrip("*"))
+            pair = _pair(each, type_text.strip().removeprefix("*"))
             if pair is not None:
                 found[pair[0]] = pair[1]
         waiting = []
@@ -252,11 +276,24 @@ def _go(parameters: list[str]) -> dict[str, str]:
 
 
 def _pair(name: str, type_text: str) -> tuple[str, str] | None:
-    """(name, dotted type) when ``name`` is a plain name and ``type_text`` a named type."""
-    bare = _plain_type(type_text)
-    if not _NAME.fullmatch(name) or bare is None:
-        return None
-    return name, bare
+    """(name, declared type text) when ``name`` is a plain name and a type is written."""
+    text = type_text.strip()
+    return (name, text) if _NAME.fullmatch(name) and text else None
+
+
+def named_type(type_text: str | None) -> str | None:
+    """The dotted name a declared type text names (``Foo<T>``: ``Foo``), if it is one."""
+    return _plain_type(type_text) if type_text else None
+
+
+def element_type(type_text: str | None) -> str | None:
+    """The dotted name of what a declared collection holds (``[]*Command``, ``Foo[]``,
+    ``List<Foo>``, ``Vec<Foo>``, ``&[Foo]``), if it is one."""
+    for form in _ELEMENT_FORMS:
+        match = form.fullmatch((type_text or "").strip())
+        if match:
+            return _plain_type(_RUST_REFERENCE.sub("", match.group("item").strip()).lstrip("*"))
+    return None
 
 
 def _plain_type(type_text: str) -> str | None:

@@ -13,7 +13,14 @@ from __future__ import annotations
 import re
 
 from pr_context.graph.annotations import split_top_level
-from pr_context.graph.declared import local_declaration, parameter_types, return_type
+from pr_context.graph.declared import (
+    Local,
+    element_type,
+    local_declaration,
+    named_type,
+    parameter_types,
+    return_type,
+)
 from pr_context.graph.infer import Inferred
 from pr_context.graph.names import bind_name, enclosing_class, method_in, mro, resolve_dotted
 from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables
@@ -36,6 +43,8 @@ _MAX_SCAN = 300
 _NAME_SEGMENT = re.compile(r"[A-Za-z_$][\w$]*")
 _CALL_SEGMENT = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:<[^()]*>)?\s*\(.*\)", re.DOTALL)
 _GO_RECEIVER = re.compile(r"func\s*\(\s*(\w+)\s+\*?\s*\w")
+# What a loop over a collection wraps it in: `&xs`, `&mut xs`, `xs.iter()`.
+_ITERATION = re.compile(r"^&\s*(?:mut\s+)?|\.(?:iter|iter_mut|into_iter)\(\)$")
 
 
 def typed_receiver(tables: Tables, site: Site, scope: Def | None, receiver: str,
@@ -92,27 +101,63 @@ def _chain_head(tables: Tables, site: Site, scope: Def | None, segments: list[st
 
 def _variable_class(tables: Tables, site: Site, scope: Def, name: str,
                     depth: int) -> tuple[Def | None, str] | None:
-    """What a parameter or local ``name`` holds at the site: its declared class, or the
-    class of the value it was last declared with (None inside: a name it declares but
-    whose class is not evident); None when the scope declares no such name."""
+    """What a parameter or local ``name`` holds at the site: its declared class, an item of
+    the collection a loop takes it from, or the class of the value it was last declared
+    with (None inside: a name it declares but whose class is not evident); None when the
+    scope declares no such name."""
     declared = parameter_types(scope.signature, scope.name, scope.language).get(name)
     if declared:
-        return (_class_named(tables, site.path, site.enclosing, declared),
+        return (_class_named(tables, site.path, site.enclosing, named_type(declared)),
                 f"a parameter declared {declared}")
-    lines = tables.lines.get(site.path, {})
-    for line in range(site.line - 1, max(scope.start_line, site.line - _MAX_SCAN), -1):
-        declared, value = local_declaration(lines.get(line, ""), name, site.language)
-        if declared:
-            return (_class_named(tables, site.path, site.enclosing, declared),
-                    f"declared {declared} on line {line}")
-        if value is not None:
-            held = (typed_receiver(tables, site, scope, value.replace("::", "."), depth + 1)
-                    if depth < _MAX_DEPTH else None)
-            found = tables.definitions.get(held.target) if held else None
-            return found, f"assigned {value} on line {line}"
+    found = _local(tables, site, scope, name)
+    if found is not None:
+        line, local = found
+        if local.type:
+            return (_class_named(tables, site.path, site.enclosing, named_type(local.type)),
+                    f"declared {local.type} on line {line}")
+        if depth >= _MAX_DEPTH:
+            return None, ""
+        if local.iterates:
+            return (_item_class(tables, site, scope, local.iterates, depth + 1),
+                    f"an item of {local.iterates} (line {line})")
+        held = typed_receiver(tables, site, scope, (local.value or "").replace("::", "."),
+                              depth + 1)
+        return (tables.definitions.get(held.target) if held else None,
+                f"assigned {local.value} on line {line}")
     own = tables.definitions.get(enclosing_class(tables, site.enclosing) or "")
     field = own and site.language == "java" and _field_class(tables, own, name)
     return (field, f"the field {own.qualified_name}.{name}") if field and own else None
+
+
+def _local(tables: Tables, site: Site, scope: Def, name: str) -> tuple[int, Local] | None:
+    """The last line above the site, in its function, that declares the local ``name``."""
+    lines = tables.lines.get(site.path, {})
+    for line in range(site.line - 1, max(scope.start_line, site.line - _MAX_SCAN), -1):
+        local = local_declaration(lines.get(line, ""), name, site.language)
+        if local is not None:
+            return line, local
+    return None
+
+
+def _item_class(tables: Tables, site: Site, scope: Def, collection: str,
+                depth: int) -> Def | None:
+    """The class of the items of ``collection`` (``c.commands``, ``&self.items``,
+    ``xs.iter()``), from the declared type of the name, field or result it ends with."""
+    text = _ITERATION.sub("", collection.strip()).replace("::", ".")
+    *owner_steps, last = [step.strip() for step in split_top_level(text, ".")]
+    declared = None
+    if not owner_steps and _NAME_SEGMENT.fullmatch(last):
+        declared = parameter_types(scope.signature, scope.name, scope.language).get(last)
+        local = None if declared else _local(tables, site, scope, last)
+        declared = declared or (local[1].type if local else None)
+    elif owner_steps:
+        owner = typed_receiver(tables, site, scope, ".".join(owner_steps), depth)
+        cls = tables.definitions.get(owner.target) if owner else None
+        call = _CALL_SEGMENT.fullmatch(last)
+        method = cls and call and method_in(tables, cls.qualified_name, call.group(1))
+        declared = (_declared_return(tables.definitions[method]) if method
+                    else _field_text(tables, cls, last) if cls and not call else None)
+    return _class_named(tables, site.path, site.enclosing, element_type(declared))
 
 
 def _field_class(tables: Tables, owner: Def, name: str) -> Def | None:
@@ -121,15 +166,23 @@ def _field_class(tables: Tables, owner: Def, name: str) -> Def | None:
         declared = tables.field_types.get(cls, {}).get(name)
         if declared:
             d = tables.definitions[cls]
-            return _class_named(tables, d.path, cls, declared)
+            return _class_named(tables, d.path, cls, named_type(declared))
     return None
+
+
+def _field_text(tables: Tables, owner: Def, name: str) -> str | None:
+    """The declared type text of field ``name`` of ``owner`` or one of its bases."""
+    return next((tables.field_types[cls][name] for cls in mro(tables, owner.qualified_name)
+                 if name in tables.field_types.get(cls, {})), None)
+
+
+def _declared_return(function: Def) -> str | None:
+    return return_type(function.signature, function.name, function.language)
 
 
 def _returned_class(tables: Tables, function: Def) -> Def | None:
     """The index class a typed function declares it returns (Rust's ``Self``: its own)."""
-    returned = return_type(function.signature, function.name, function.language)
-    if returned is None:
-        return None
+    returned = named_type(_declared_return(function))
     if returned == "Self":
         return tables.definitions.get(function.parent or "")
     return _class_named(tables, function.path, function.qualified_name, returned)
@@ -143,8 +196,9 @@ def _definition_named(tables: Tables, path: str, enclosing: str | None,
     return tables.definitions.get(found or "")
 
 
-def _class_named(tables: Tables, path: str, enclosing: str | None, dotted: str) -> Def | None:
-    d = _definition_named(tables, path, enclosing, dotted)
+def _class_named(tables: Tables, path: str, enclosing: str | None,
+                 dotted: str | None) -> Def | None:
+    d = _definition_named(tables, path, enclosing, dotted) if dotted else None
     return d if d is not None and d.kind in CLASS_KINDS else None
 
 
