@@ -651,6 +651,9 @@ DECLARED_FILES = {
     "src/loop.rs": (
         "use crate::shop::Cart;\npub fn each(carts: &[Cart]) {\n"
         "    for c in carts.iter() {\n        c.total();\n    }\n}\n"),
+    "store/multi.go": (
+        "package store\n\nfunc Find(k string) (*Store, error) { return nil, nil }\n\n"
+        "func Lookup() string {\n\ts, err := Find(\"k\")\n\t_ = err\n\treturn s.Get()\n}\n"),
     "store/use.go": (
         "package store\n\nfunc Use() string {\n\ts := Open()\n\tvar t *Store\n"
         "\treturn s.Get() + t.Get()\n}\n"),
@@ -694,6 +697,7 @@ DECLARED_FILES = {
     pytest.param("store.Store.Get", [
         ("store/cached.go", 8, "store.Cached.Get", "graph"),  # the receiver's field
         ("store/loop.go", 9, "store.Shelf.All", "graph"),  # an item of a []*Store field
+        ("store/multi.go", 8, "store.Lookup", "graph"),  # the first of (*Store, error)
         ("store/store.go", 14, "store.Read", "graph"),
         ("store/store.go", 18, "store.First", "graph"),
         ("store/use.go", 6, "store.Use", "graph"),
@@ -792,6 +796,7 @@ def test_what_a_declared_type_names(text: str, named: str | None, item: str | No
     ("tsx", "  let api = make();", "api", Local(None, "make()")),
     ("go", "\tcmd := NewCommand(\"x\")", "cmd", Local(None, 'NewCommand("x")')),
     ("go", "\tvar c *Command", "c", Local("Command")),
+    ("go", "\tcmd, flags, err := c.Find(args)", "flags", Local(value="c.Find(args)", result=1)),
     ("go", "\tfor _, cmd := range c.commands {", "cmd", Local(iterates="c.commands")),
     ("typescript", "  for (const item of this.items) {", "item", Local(iterates="this.items")),
     ("rust", "    for x in &self.items {", "x", Local(iterates="&self.items")),

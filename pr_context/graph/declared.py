@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 __all__ = [
     "Local", "element_type", "field_types", "local_declaration", "named_type",
-    "parameter_types", "return_type",
+    "parameter_types", "result_types", "return_type",
 ]
 
 _PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
@@ -97,7 +97,8 @@ _LOCAL_FORMS = {
     "typescript": r"\s*(?:(?:const|let|var)\s+{name}\s*(?::\s*(?P<type>[^=]+?))?\s*"
                   r"(?:=\s*(?P<value>.+?))?;?|.*\bfor\s*\(\s*(?:const|let|var)\s+{name}\s+"
                   r"of\s+(?P<iterates>.+?)\)\s*\{?)",
-    "go": r"\s*(?:{name}\s*:=\s*(?P<value>.+)|var\s+{name}\s+(?P<type>[^=]+?)"
+    "go": r"\s*(?:(?P<before>(?:\w+\s*,\s*)*){name}(?P<after>(?:\s*,\s*\w+)*)\s*:=\s*"
+          r"(?P<value>.+)|var\s+{name}\s+(?P<type>[^=]+?)"
           r"(?:\s*=\s*(?P<value2>.+))?|for\s+\w+\s*,\s*{name}\s*:=\s*range\s+"
           r"(?P<iterates>.+?)\s*\{?)",
     "rust": r"\s*(?:let\s+(?:mut\s+)?{name}\s*(?::\s*(?P<type>[^=]+?))?\s*="
@@ -114,6 +115,7 @@ class Local(NamedTuple):
     type: str | None = None
     value: str | None = None
     iterates: str | None = None
+    result: int | None = None  # Go's `a, err := f()`: which of the call's results it takes
 
 
 def local_declaration(line: str, name: str, language: str) -> Local | None:
@@ -130,8 +132,18 @@ def local_declaration(line: str, name: str, language: str) -> Local | None:
         declared = _RUST_REFERENCE.sub("", declared.strip()).replace("::", ".")
     if declared and language in ("typescript", "tsx", "javascript"):
         declared = _TS_NULLISH.sub("", declared)
+    several = bool(groups.get("before") or groups.get("after"))
     return Local(declared.strip().removeprefix("*") if declared else None,
-                 groups.get("value") or groups.get("value2"), groups.get("iterates"))
+                 groups.get("value") or groups.get("value2"), groups.get("iterates"),
+                 groups["before"].count(",") if several else None)
+
+
+def result_types(return_text: str | None) -> list[str]:
+    """The types of a Go function's results: ``(*Command, []string, error)``."""
+    text = (return_text or "").strip()
+    if not (text.startswith("(") and text.endswith(")")):
+        return [text.removeprefix("*")] if text else []
+    return [part.strip().split(" ")[-1].removeprefix("*") for part in _split(text[1:-1])]
 
 
 @cache

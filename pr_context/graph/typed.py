@@ -19,6 +19,7 @@ from pr_context.graph.declared import (
     local_declaration,
     named_type,
     parameter_types,
+    result_types,
     return_type,
 )
 from pr_context.graph.infer import Inferred
@@ -120,6 +121,10 @@ def _variable_class(tables: Tables, site: Site, scope: Def, name: str,
         if local.iterates:
             return (_item_class(tables, site, scope, local.iterates, depth + 1),
                     f"an item of {local.iterates} (line {line})")
+        if local.result is not None:
+            return (_result_class(tables, site, scope, local.value or "", local.result,
+                                  depth + 1),
+                    f"result {local.result + 1} of {local.value} (line {line})")
         held = typed_receiver(tables, site, scope, (local.value or "").replace("::", "."),
                               depth + 1)
         return (tables.definitions.get(held.target) if held else None,
@@ -158,6 +163,24 @@ def _item_class(tables: Tables, site: Site, scope: Def, collection: str,
         declared = (_declared_return(tables.definitions[method]) if method
                     else _field_text(tables, cls, last) if cls and not call else None)
     return _class_named(tables, site.path, site.enclosing, element_type(declared))
+
+
+def _result_class(tables: Tables, site: Site, scope: Def, value: str, result: int,
+                  depth: int) -> Def | None:
+    """The class of result ``result`` of the Go call ``value`` (``a, err := c.Find(x)``)."""
+    *owner_steps, last = [step.strip() for step in split_top_level(value, ".")]
+    call = _CALL_SEGMENT.fullmatch(last)
+    if call is None:
+        return None
+    owner = (typed_receiver(tables, site, scope, ".".join(owner_steps), depth)
+             if owner_steps else None)
+    function = (tables.definitions.get(method_in(tables, owner.target, call.group(1)) or "")
+                if owner else _definition_named(
+                    tables, site.path, site.enclosing, ".".join([*owner_steps, call.group(1)])))
+    results = result_types(_declared_return(function)) if function else []
+    return (_class_named(tables, function.path, function.qualified_name,
+                         named_type(results[result]))
+            if function and result < len(results) else None)
 
 
 def _field_class(tables: Tables, owner: Def, name: str) -> Def | None:
