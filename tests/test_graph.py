@@ -794,6 +794,8 @@ def test_what_a_declared_type_names(text: str, named: str | None, item: str | No
     ("typescript", "  const store: StoreApi<T> | null = create(init)", "store",
      Local("StoreApi<T>", "create(init)")),
     ("tsx", "  let api = make();", "api", Local(None, "make()")),
+    ("javascript", "  const cart = new Cart(1)", "cart", Local(None, "new Cart(1)")),
+    ("javascript", "  const cart = make()", "cart", None),  # untyped: nothing to learn
     ("go", "\tcmd := NewCommand(\"x\")", "cmd", Local(None, 'NewCommand("x")')),
     ("go", "\tvar c *Command", "c", Local("Command")),
     ("go", "\tcmd, flags, err := c.Find(args)", "flags", Local(value="c.Find(args)", result=1)),

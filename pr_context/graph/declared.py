@@ -106,6 +106,11 @@ _LOCAL_FORMS = {
 }
 _LOCAL_FORMS["tsx"] = _LOCAL_FORMS["javascript"] = _LOCAL_FORMS["typescript"]
 _JAVA_NOT_TYPES = frozenset({"return", "new", "throw", "else", "case", "yield"})
+# Words a declaring line of these languages must hold (Java declares with a type alone).
+# JavaScript declares no types: only a constructed value (`new C(...)`) tells a class.
+_LOCAL_HINTS = {"typescript": ("const", "let", "var", "for"), "go": (":=", "var", "range"),
+                "rust": ("let", "for"), "javascript": ("new",)}
+_LOCAL_HINTS["tsx"] = _LOCAL_HINTS["typescript"]
 
 
 class Local(NamedTuple):
@@ -121,6 +126,9 @@ class Local(NamedTuple):
 def local_declaration(line: str, name: str, language: str) -> Local | None:
     """What ``line`` declares about the local ``name``; None when it declares nothing."""
     form = _LOCAL_FORMS.get(language)
+    hints = _LOCAL_HINTS.get(language)
+    if hints and not any(hint in line for hint in hints):
+        return None  # cheaper than the pattern, which most lines fail
     match = form and _local_pattern(form, name).fullmatch(line.rstrip())
     if not match:
         return None

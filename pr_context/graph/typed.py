@@ -138,7 +138,9 @@ def _local(tables: Tables, site: Site, scope: Def, name: str) -> tuple[int, Loca
     """The last line above the site, in its function, that declares the local ``name``."""
     lines = tables.lines.get(site.path, {})
     for line in range(site.line - 1, max(scope.start_line, site.line - _MAX_SCAN), -1):
-        local = local_declaration(lines.get(line, ""), name, site.language)
+        text = lines.get(line, "")
+        # most lines do not name it: a substring test spares them the regular expression
+        local = local_declaration(text, name, site.language) if name in text else None
         if local is not None:
             return line, local
     return None
