@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
-from pr_context.graph.names import bind_name, resolve_dotted
+from pr_context.graph.names import resolve_in
 from pr_context.graph.tables import CLASS_KINDS, Tables
 
 __all__ = [
@@ -92,11 +92,7 @@ def annotated_type(tables: Tables, path: str, scope: str | None,
 
 def class_named(tables: Tables, path: str, scope: str | None, dotted: str) -> str | None:
     """The index class ``dotted`` denotes in ``path`` inside ``scope``, or None."""
-    head, _, rest = dotted.partition(".")
-    binding = bind_name(tables, path, scope, head)
-    target = binding and resolve_dotted(tables, ".".join(
-        p for p in (binding.target, rest) if p))
-    d = tables.definitions.get(target or "")
+    d = tables.definitions.get(resolve_in(tables, path, scope, dotted) or "")
     return d.qualified_name if d and d.kind in CLASS_KINDS else None
 
 

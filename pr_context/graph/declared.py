@@ -4,9 +4,10 @@ functions, read from their signature and source text.
 A statically typed parameter holds an instance of its declared type (or of a subtype), so
 ``type.withoutAnnotations()`` inside ``void f(TypeName type)`` calls ``TypeName``'s
 method, and ``ClassName.get(...).isBoxedPrimitive()`` calls the method of the class
-``get`` declares it returns. Only a plain named type counts: ``Foo``, ``*Foo``,
-``&mut Foo``, ``Foo<T>``, ``pkg.Foo``, ``Foo | undefined``; arrays, slices, unions of two
-types, function types and destructured parameters name nothing.
+``get`` declares it returns. Types are kept as written, less a pointer, a reference or a
+nullish union (``*Foo``, ``&mut Foo``, ``Foo | undefined``: ``Foo``);
+:func:`named_type` tells the class a text names (``Foo<T>``, ``pkg.Foo``) and
+:func:`element_type` what a collection holds (``[]*Foo``, ``List<Foo>``).
 """
 
 from __future__ import annotations
@@ -57,12 +58,7 @@ def parameter_types(signature: str, name: str, language: str) -> dict[str, str]:
     if language == "go":
         return _go(parameters)
     read = {"java": _java, "rust": _rust}.get(language, _typescript)
-    found = {}
-    for parameter in parameters:
-        pair = read(parameter)
-        if pair is not None:
-            found[pair[0]] = pair[1]
-    return found
+    return dict(pair for pair in map(read, parameters) if pair is not None)
 
 
 @cache
@@ -82,9 +78,9 @@ def return_type(signature: str, name: str, language: str) -> str | None:
         return after.split("{", 1)[0].strip().removeprefix("*") or None
     if language == "rust":
         match = re.match(r"->\s*([^{]+?)\s*(?:where\b|\{|$)", after)
-        return _RUST_REFERENCE.sub("", match.group(1)).replace("::", ".") if match else None
-    match = re.match(r":\s*([^{=]+?)\s*(?:\{|=>|$)", after)
-    return _TS_NULLISH.sub("", match.group(1)).strip() if match else None
+    else:
+        match = re.match(r":\s*([^{=]+?)\s*(?:\{|=>|$)", after)
+    return _type_text(match.group(1), language) if match else None
 
 
 # One statement per line, the usual style: `Type name = value;`, `const name: T = value`,
@@ -136,12 +132,8 @@ def local_declaration(line: str, name: str, language: str) -> Local | None:
     declared = groups.get("type") or groups.get("loop")
     if language == "java" and declared in _JAVA_NOT_TYPES:
         return None
-    if declared and language == "rust":
-        declared = _RUST_REFERENCE.sub("", declared.strip()).replace("::", ".")
-    if declared and language in ("typescript", "tsx", "javascript"):
-        declared = _TS_NULLISH.sub("", declared)
     several = bool(groups.get("before") or groups.get("after"))
-    return Local(declared.strip().removeprefix("*") if declared else None,
+    return Local(_type_text(declared, language).removeprefix("*") if declared else None,
                  groups.get("value") or groups.get("value2"), groups.get("iterates"),
                  groups["before"].count(",") if several else None)
 
@@ -181,7 +173,7 @@ def field_types(header: str, language: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for line in header.split("\n")[1:] if form else ():
         match = form.fullmatch(line.rstrip()) if form else None
-        declared = match and _field_type(match.group("type"), language).strip().rstrip(",;")
+        declared = match and _type_text(match.group("type"), language).rstrip(",;")
         if match and declared and declared not in _JAVA_NOT_TYPES:
             found.setdefault(match.group("name"), declared)
     if language in ("typescript", "tsx"):
@@ -197,20 +189,18 @@ def _parameter_properties(header: str) -> dict[str, str]:
     if at is None or span is None:
         return {}
     group = header[at.start() + span[0] + 1 : at.start() + span[1]]
-    found = {}
-    for parameter in _split(group):
-        if _TS_MODIFIERS.match(parameter.strip()):
-            pair = _typescript(parameter.strip())
-            if pair is not None:
-                found[pair[0]] = pair[1]
-    return found
+    modified = [p.strip() for p in _split(group) if _TS_MODIFIERS.match(p.strip())]
+    return dict(pair for pair in map(_typescript, modified) if pair is not None)
 
 
-def _field_type(text: str, language: str) -> str:
+def _type_text(text: str, language: str) -> str:
+    """A declared type as written, less Rust's reference and ``::``, TypeScript's nullish
+    union."""
+    text = text.strip()
     if language == "rust":
-        return _RUST_REFERENCE.sub("", text.strip()).replace("::", ".")
-    if language in ("typescript", "tsx"):
-        return _TS_NULLISH.sub("", text)
+        return _RUST_REFERENCE.sub("", text).replace("::", ".")
+    if language in ("typescript", "tsx", "javascript"):
+        return _TS_NULLISH.sub("", text).strip()
     return text
 
 
@@ -226,16 +216,19 @@ def _parameter_span(signature: str, name: str) -> tuple[int, int] | None:
         return None
     depth = 0
     for index in range(start, len(signature)):
-        char = signature[index]
-        if signature.startswith("=>", index):
-            continue
-        if char in _PAIRS:
-            depth += 1
-        elif char in _CLOSERS and signature[index - 1] != "=":
-            depth -= 1
-            if depth == 0:
-                return start, index
+        step = _depth_step(signature, index)
+        depth += step
+        if step < 0 and depth == 0:
+            return start, index
     return None
+
+
+def _depth_step(text: str, index: int) -> int:
+    """How the bracket depth changes at ``text[index]``; ``=>`` closes nothing."""
+    char = text[index]
+    if char in _PAIRS:
+        return 1
+    return -1 if char in _CLOSERS and (index == 0 or text[index - 1] != "=") else 0
 
 
 def _split(group: str) -> list[str]:
@@ -244,10 +237,7 @@ def _split(group: str) -> list[str]:
     current: list[str] = []
     depth = 0
     for index, char in enumerate(group):
-        if char in _PAIRS:
-            depth += 1
-        elif char in _CLOSERS and group[index - 1] != "=":
-            depth -= 1
+        depth += _depth_step(group, index)
         if char == "," and depth == 0:
             parts.append("".join(current))
             current = []
@@ -267,15 +257,14 @@ def _typescript(parameter: str) -> tuple[str, str] | None:
     name, colon, type_text = text.partition(":")
     if not colon:
         return None
-    return _pair(name.strip().rstrip("?"), _TS_NULLISH.sub("", type_text))
+    return _pair(name.strip().rstrip("?"), _type_text(type_text, "typescript"))
 
 
 def _rust(parameter: str) -> tuple[str, str] | None:
     pattern, colon, type_text = parameter.partition(":")
     if not colon:
         return None  # self, &self, &mut self
-    return _pair(re.sub(r"^mut\s+", "", pattern.strip()),
-                 _RUST_REFERENCE.sub("", type_text.strip()).replace("::", "."))
+    return _pair(re.sub(r"^mut\s+", "", pattern.strip()), _type_text(type_text, "rust"))
 
 
 def _go(parameters: list[str]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from pr_context.parse.code_paths import module_path
 
 __all__ = [
     "Binding", "bind_name", "class_bases", "enclosing_class", "mro", "resolve_dotted",
+    "resolve_in",
 ]
 
 # Re-export chains and base-class walks longer than this are cycles or generated code.
@@ -68,6 +69,16 @@ def resolve_dotted(tables: Tables, dotted: str, hops: int = 0) -> str | None:
     return None if owner is None else _member(tables, owner, dotted.rpartition(".")[2], hops)
 
 
+def resolve_in(tables: Tables, path: str, enclosing: str | None, dotted: str) -> str | None:
+    """What ``dotted`` (``Money``, ``db.Store``) denotes where ``path``'s ``enclosing``
+    binds its first name: a definition or module of the index, or None."""
+    head, _, rest = dotted.partition(".")
+    binding = bind_name(tables, path, enclosing, head)
+    if binding is None:
+        return None
+    return resolve_dotted(tables, ".".join(p for p in (binding.target, rest) if p))
+
+
 def mro(tables: Tables, cls: str) -> Iterator[str]:
     """``cls`` then its bases in the index, depth first, left to right, each once."""
     seen: set[str] = set()
@@ -101,10 +112,7 @@ def class_bases(tables: Tables, cls: str) -> tuple[str, ...]:
     d = tables.definitions[cls]
     found = []
     for text in _base_names(d.signature, d.language):
-        head, _, rest = text.partition(".")
-        binding = bind_name(tables, d.path, d.parent, head)
-        target = binding and resolve_dotted(tables, ".".join(
-            p for p in (binding.target, rest) if p))
+        target = resolve_in(tables, d.path, d.parent, text)
         if target and target != cls and target in tables.definitions:
             found.append(target)
     return tuple(found)

@@ -13,6 +13,7 @@ from pr_context.graph.names import (
     enclosing_class,
     method_in,
     resolve_dotted,
+    resolve_in,
 )
 from pr_context.graph.tables import CLASS_KINDS, Site, Tables
 from pr_context.graph.typed import SELF_RECEIVERS, go_receiver_name, typed_receiver
@@ -98,10 +99,7 @@ def _resolve_super(tables: Tables, site: Site, receiver: str) -> Resolution:
 
 def _resolve_on_instance(tables: Tables, site: Site, class_text: str) -> Resolution:
     """``Client().get()`` and ``new Money(1).value()``: a method of a known class."""
-    head, _, rest = class_text.partition(".")
-    binding = bind_name(tables, site.path, site.enclosing, head)
-    cls = binding and resolve_dotted(tables, ".".join(p for p in (binding.target, rest) if p))
-    d = tables.definitions.get(cls or "")
+    d = tables.definitions.get(resolve_in(tables, site.path, site.enclosing, class_text) or "")
     if d is None or d.kind not in CLASS_KINDS:
         return _dynamic(site)
     method = method_in(tables, d.qualified_name, site.name)

@@ -173,19 +173,19 @@ def _class_fields(headers: Rows) -> dict[str, frozenset[str]]:
     ``__getattr__`` from answering for a name the class may set.
     """
     fields: dict[str, set[str]] = defaultdict(set)
-    for symbol, text, *language in headers:
-        if language in ([], ["python"]):
+    for symbol, text, language in headers:
+        if language == "python":
             fields[symbol].update(_FIELD.findall(text))
     return {symbol: frozenset(names) for symbol, names in fields.items()}
 
 
 def _field_types(headers: Rows) -> dict[str, dict[str, str]]:
-    """class -> field -> declared type, for the typed languages' class and struct headers
-    (an ``impl`` block's header adds nothing: it declares no fields)."""
+    """class -> field -> declared type text, for the typed languages' class and struct
+    headers (an ``impl`` block's header adds nothing: it declares no fields)."""
     types: dict[str, dict[str, str]] = defaultdict(dict)
-    for symbol, text, *language in headers:
-        if language and language[0] != "python":
-            for name, type_name in declared.field_types(text, language[0]).items():
+    for symbol, text, language in headers:
+        if language != "python":
+            for name, type_name in declared.field_types(text, language).items():
                 types[symbol].setdefault(name, type_name)
     return dict(types)
 

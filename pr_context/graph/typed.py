@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from pr_context.graph.annotations import split_top_level
+from pr_context.graph.annotations import class_named, split_top_level
 from pr_context.graph.declared import (
     Local,
     element_type,
@@ -23,7 +23,7 @@ from pr_context.graph.declared import (
     return_type,
 )
 from pr_context.graph.infer import Inferred
-from pr_context.graph.names import bind_name, enclosing_class, method_in, mro, resolve_dotted
+from pr_context.graph.names import enclosing_class, method_in, mro, resolve_in
 from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables
 
 __all__ = ["SELF_RECEIVERS", "go_receiver_name", "typed_receiver"]
@@ -163,7 +163,7 @@ def _item_class(tables: Tables, site: Site, scope: Def, collection: str,
         call = _CALL_SEGMENT.fullmatch(last)
         method = cls and call and method_in(tables, cls.qualified_name, call.group(1))
         declared = (_declared_return(tables.definitions[method]) if method
-                    else _field_text(tables, cls, last) if cls and not call else None)
+                    else _field_type_text(tables, cls, last) if cls and not call else None)
     return _class_named(tables, site.path, site.enclosing, element_type(declared))
 
 
@@ -187,18 +187,21 @@ def _result_class(tables: Tables, site: Site, scope: Def, value: str, result: in
 
 def _field_class(tables: Tables, owner: Def, name: str) -> Def | None:
     """The class of field ``name`` that ``owner`` or one of its bases declares."""
-    for cls in mro(tables, owner.qualified_name):
-        declared = tables.field_types.get(cls, {}).get(name)
-        if declared:
-            d = tables.definitions[cls]
-            return _class_named(tables, d.path, cls, named_type(declared))
-    return None
+    declared = _field_declaration(tables, owner, name)
+    return (_class_named(tables, tables.definitions[declared[0]].path, declared[0],
+                         named_type(declared[1])) if declared else None)
 
 
-def _field_text(tables: Tables, owner: Def, name: str) -> str | None:
-    """The declared type text of field ``name`` of ``owner`` or one of its bases."""
-    return next((tables.field_types[cls][name] for cls in mro(tables, owner.qualified_name)
+def _field_declaration(tables: Tables, owner: Def, name: str) -> tuple[str, str] | None:
+    """(declaring class, type text) of field ``name`` of ``owner`` or one of its bases."""
+    return next(((cls, tables.field_types[cls][name])
+                 for cls in mro(tables, owner.qualified_name)
                  if name in tables.field_types.get(cls, {})), None)
+
+
+def _field_type_text(tables: Tables, owner: Def, name: str) -> str | None:
+    declared = _field_declaration(tables, owner, name)
+    return declared[1] if declared else None
 
 
 def _declared_return(function: Def) -> str | None:
@@ -215,16 +218,13 @@ def _returned_class(tables: Tables, function: Def) -> Def | None:
 
 def _definition_named(tables: Tables, path: str, enclosing: str | None,
                       dotted: str) -> Def | None:
-    head, _, rest = dotted.partition(".")
-    binding = bind_name(tables, path, enclosing, head)
-    found = binding and resolve_dotted(tables, ".".join(p for p in (binding.target, rest) if p))
-    return tables.definitions.get(found or "")
+    return tables.definitions.get(resolve_in(tables, path, enclosing, dotted) or "")
 
 
 def _class_named(tables: Tables, path: str, enclosing: str | None,
                  dotted: str | None) -> Def | None:
-    d = _definition_named(tables, path, enclosing, dotted) if dotted else None
-    return d if d is not None and d.kind in CLASS_KINDS else None
+    cls = class_named(tables, path, enclosing, dotted) if dotted else None
+    return tables.definitions[cls] if cls else None
 
 
 def go_receiver_name(d: Def) -> str | None:
