@@ -205,20 +205,26 @@ def score_search_cases(model: CrossEncoder) -> None:
     run = json.loads((HERE / "out/live/run.json").read_text())
     hybrid = next(r for r in run["runs"] if r["retriever"] == "hybrid")
     best: dict[str, list[float]] = {"positive": [], "negative answered": []}
+    texts_by_repo: dict[str, dict[str, str]] = {}
     for case in hybrid["cases"]:
         if case["split"] != "tuning" or not case["results"]:
             continue
-        db = HERE / ".cache/indexes/shared" / f"{case['repo']}.duckdb"
-        with IndexStore.open_existing(db) as store:
-            corpus = load_corpus(store)
-        ids = {c.chunk_id: i for i, c in enumerate(corpus.chunks)}
-        texts = [corpus.texts[ids[h["chunk_id"]]] for h in case["results"][:TOP_N]]
+        if case["repo"] not in texts_by_repo:
+            texts_by_repo[case["repo"]] = _chunk_texts(case["repo"])
+        texts = [texts_by_repo[case["repo"]][h["chunk_id"]] for h in case["results"][:TOP_N]]
         top = max(model.scores([case["query"]] * len(texts), texts))
         negative = case["query_class"] == "negative"
         best["negative answered" if negative else "positive"].append(top)
         print(f"{case['id']:<18} {'NEG' if negative else '   '} best of top {TOP_N}: {top:+.2f}")
     for name, values in best.items():
         print(f"{name}: n={len(values)}, best score {min(values):+.2f} to {max(values):+.2f}")
+
+
+def _chunk_texts(repo: str) -> dict[str, str]:
+    """chunk id -> the text search reads, from the live run's index of ``repo``."""
+    with IndexStore.open_existing(HERE / ".cache/indexes/shared" / f"{repo}.duckdb") as store:
+        corpus = load_corpus(store)
+    return {c.chunk_id: text for c, text in zip(corpus.chunks, corpus.texts, strict=True)}
 
 
 def main() -> None:
