@@ -8,28 +8,38 @@ PyGithub reaches it exactly as it reaches api.github.com::
         gh = github.Github(auth=github.Auth.Token(fake.write_token), base_url=fake.url,
                            retry=None, seconds_between_requests=0, seconds_between_writes=0)
 
-It keeps repositories, pull requests, issues, issue comments, reactions and collaborator roles;
-answers with JSON shaped like GitHub's; paginates with a ``Link`` header; and enforces what a
-PR bot depends on: unknown or missing tokens get 401, writes with the read-only token get the
-403 a fork pull request's ``GITHUB_TOKEN`` gets, and only a comment's author may edit or delete
-it. Faults (502s, secondary rate limits) are injected per request with
-:meth:`FakeGitHub.fail_next`. Every path is also served under ``/api/v3``, so GitHub Enterprise
-style base urls work, and the urls in the answers keep the prefix the request used.
+It keeps repositories, pull requests, issues, issue comments, reactions, collaborator roles,
+workflow runs and their artifacts; answers with JSON shaped like GitHub's; paginates with a
+``Link`` header; and enforces what a PR bot depends on: unknown or missing tokens get 401,
+writes with the read-only token get the 403 a fork pull request's ``GITHUB_TOKEN`` gets, and
+only a comment's author may edit or delete it. Open pull requests are listed with GitHub's
+``state`` and ``head=owner:branch`` filters. An artifact's zip is served as GitHub serves it:
+``GET .../actions/artifacts/{id}/zip`` answers 302 with a signed storage URL
+(``/_storage/...`` on this server), which answers 400 to a request that carries an
+``Authorization`` header, as the storage service does; :attr:`FakeGitHub.storage_requests`
+records what reached it. :meth:`FakeGitHub.workflow_run_payload` builds the ``workflow_run``
+event GitHub would send for a run, ``pull_requests: []`` for a fork's. Faults (502s, secondary
+rate limits) are injected per request with :meth:`FakeGitHub.fail_next`. Every path is also
+served under ``/api/v3``, so GitHub Enterprise style base urls work, and the urls in the
+answers keep the prefix the request used.
 
-Ids are deterministic: each kind (repo, user, pull, issue, comment, reaction) counts from 1000.
+Ids are deterministic: each kind (repo, user, pull, issue, comment, reaction, run, artifact)
+counts from 1000.
 Timestamps come from a fake clock that starts at 2024-01-01T00:00:00Z and ticks one second
 per write, so later objects are always newer.
 
-It does not model GraphQL, labels, reviews, review comments, commits, private-repo visibility
-or conditional requests (ETags).
+It does not model GraphQL, labels, reviews, review comments, commits, private-repo visibility,
+token permissions beyond read-only, or conditional requests (ETags).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
 import re
+import secrets
 import threading
 import urllib.parse
 from collections import defaultdict
@@ -49,6 +59,7 @@ __all__ = [
     "Identity",
     "LoggedRequest",
     "Role",
+    "StorageRequest",
     "UserType",
 ]
 
@@ -140,6 +151,38 @@ class _Pull:
     base_ref: str
     draft: bool
     head_repo: _Repo
+    closed: bool = False
+
+
+@dataclass
+class _Run:
+    id: int
+    repo: _Repo
+    event: str
+    head_sha: str
+    head_branch: str
+    head_repo: _Repo
+    conclusion: str
+    created_at: str
+
+
+@dataclass
+class _Artifact:
+    id: int
+    run: _Run
+    name: str
+    data: bytes
+    expired: bool
+    listed_size: int  # size_in_bytes as the API lists it (GitHub's own count)
+    send_length: bool  # False: the storage answer is chunked, with no Content-Length
+    created_at: str
+
+
+class StorageRequest(NamedTuple):
+    """One request that reached the artifact storage: ``authorization`` must be None."""
+
+    path: str
+    authorization: str | None
 
 
 @dataclass
@@ -177,8 +220,10 @@ class _Reaction:
 @dataclass
 class _Response:
     status: int
-    body: Any = None  # JSON-able; a str is sent as-is (an HTML error page); None sends no body
+    body: Any = None  # JSON-able; a str is sent as-is (an HTML error page), bytes as a zip;
+    # None sends no body
     headers: dict[str, str] = field(default_factory=dict)
+    chunked: bool = False  # bytes sent with Transfer-Encoding: chunked, no Content-Length
 
 
 @dataclass
@@ -224,6 +269,10 @@ class FakeGitHub:
         self._issues: dict[tuple[str, int], _Issue] = {}
         self._comments: dict[int, _Comment] = {}
         self._reactions: list[_Reaction] = []
+        self._runs: dict[int, _Run] = {}
+        self._artifacts: dict[int, _Artifact] = {}
+        self._storage_keys: dict[str, int] = {}  # signed storage path -> artifact id
+        self._storage_requests: list[StorageRequest] = []
         self._faults: list[_Fault] = []
         self._requests: list[LoggedRequest] = []
         self._tokens: dict[str, Identity] = {}
@@ -316,6 +365,42 @@ class FakeGitHub:
                 raise ValueError(f"#{number} is not a pull request")
             pull.head_sha = head_sha
 
+    def close_pull(self, repo: str, number: int) -> None:
+        """Close pull request ``number``: it is no longer listed with ``state=open``."""
+        with self._lock:
+            pull = self._issue(repo, number).pull
+            if pull is None:
+                raise ValueError(f"#{number} is not a pull request")
+            pull.closed = True
+
+    def add_workflow_run(self, repo: str, *, head_sha: str, head_branch: str = "feature",
+                         head_repo: str | None = None, event: str = "pull_request",
+                         conclusion: str = "success") -> int:
+        """A completed run in ``repo`` for a head in ``head_repo`` (default: ``repo``)."""
+        with self._lock:
+            base = self._repo(repo)
+            head = self._repo(head_repo) if head_repo else base
+            run = _Run(self._next_id("run"), base, event, head_sha, head_branch, head,
+                       conclusion, self._now())
+            self._runs[run.id] = run
+            return run.id
+
+    def add_artifact(self, repo: str, run_id: int, name: str, data: bytes, *,
+                     expired: bool = False, listed_size: int | None = None,
+                     send_length: bool = True) -> int:
+        """An artifact of run ``run_id`` whose zip is ``data``.
+
+        ``listed_size`` overrides the size the API lists; with ``send_length`` false the
+        storage sends the zip chunked, so its size is only known by reading it.
+        """
+        with self._lock:
+            run = self._run(repo, run_id)
+            artifact = _Artifact(self._next_id("artifact"), run, name, data, expired,
+                                 len(data) if listed_size is None else listed_size,
+                                 send_length, self._now())
+            self._artifacts[artifact.id] = artifact
+            return artifact.id
+
     def add_issue(self, repo: str, number: int, user: str = "alice", *, title: str = "An issue",
                   body: str = "") -> None:
         """Open a plain issue (not a pull request) ``number``."""
@@ -376,6 +461,27 @@ class FakeGitHub:
         with self._lock:
             return [r.content for r in self._reactions if r.comment_id == comment_id]
 
+    def workflow_run_payload(self, repo: str, run_id: int) -> dict[str, Any]:
+        """The ``workflow_run`` event GitHub sends when run ``run_id`` completes.
+
+        As on GitHub, ``workflow_run.pull_requests`` lists only pull requests whose head
+        is in ``repo`` itself: it is empty for a fork's run.
+        """
+        with self._lock:
+            run = self._run(repo, run_id)
+            root = "https://api.github.com"
+            return {"action": "completed", "workflow_run": self._run_json(root, run),
+                    "workflow": {"id": 1, "name": "pr-context",
+                                 "path": ".github/workflows/pr-context.yml", "state": "active"},
+                    "repository": self._repo_json(root, run.repo),
+                    "sender": self._user_json(root, run.head_repo.owner)}
+
+    @property
+    def storage_requests(self) -> list[StorageRequest]:
+        """Every request that reached the artifact storage, oldest first (a copy)."""
+        with self._lock:
+            return list(self._storage_requests)
+
     @property
     def requests(self) -> list[LoggedRequest]:
         """Every request received so far (a copy), faulted and rejected ones included."""
@@ -398,6 +504,8 @@ class FakeGitHub:
         path = split.path.removeprefix(prefix)
         with self._lock:
             self._requests.append(LoggedRequest(method, target, token))
+            if path.startswith(_STORAGE_PREFIX):
+                return self._serve_storage(method, path, authorization)
             fault = self._take_fault(method, path)
             if fault is not None and not fault.apply:
                 return fault.response
@@ -511,6 +619,52 @@ class FakeGitHub:
         self._reactions.append(reaction)
         return _Response(201, self._reaction_json(req.root, reaction))
 
+    def _list_pulls(self, req: _Request) -> _Response:
+        repo = self._repo(req.params["repo"])
+        state = req.query.get("state", "open")
+        owner, _, ref = req.query.get("head", "").partition(":")
+        found = [issue for issue in self._issues.values() if issue.repo is repo
+                 and issue.pull is not None
+                 and state in ("all", "closed" if issue.pull.closed else "open")
+                 and (not owner or (issue.pull.head_repo.owner.lower() == owner.lower()
+                                    and issue.pull.head_ref == ref))]
+        return _paginate(req, [self._pull_json(req.root, i, i.pull) for i in found
+                               if i.pull is not None])
+
+    def _get_run(self, req: _Request) -> _Response:
+        return _Response(200, self._run_json(req.root, self._run(req.params["repo"],
+                                                                 int(req.params["run_id"]))))
+
+    def _list_run_artifacts(self, req: _Request) -> _Response:
+        run = self._run(req.params["repo"], int(req.params["run_id"]))
+        items = [self._artifact_json(req.root, a) for a in self._artifacts.values()
+                 if a.run is run]
+        page = _paginate(req, items)
+        page.body = {"total_count": len(items), "artifacts": page.body}
+        return page
+
+    def _download_artifact(self, req: _Request) -> _Response:
+        artifact = self._artifacts.get(int(req.params["artifact_id"]))
+        if artifact is None or artifact.run.repo is not self._repo(req.params["repo"]):
+            raise _HttpError(404, "Not Found")
+        if artifact.expired:
+            raise _HttpError(410, "Artifact has expired")
+        key = f"{_STORAGE_PREFIX}{secrets.token_hex(8)}/artifact.zip"
+        self._storage_keys[key] = artifact.id
+        host = req.root.removesuffix(ENTERPRISE_PREFIX)
+        signed = f"{host}{key}?sig={secrets.token_hex(8)}&se=2024-01-01T00%3A01%3A00Z"
+        return _Response(302, None, {"Location": signed})
+
+    def _serve_storage(self, method: str, path: str, authorization: str | None) -> _Response:
+        self._storage_requests.append(StorageRequest(path, authorization))
+        artifact = self._artifacts.get(self._storage_keys.get(path, -1))
+        if method != "GET" or artifact is None:
+            return _Response(404, "<Error><Code>BlobNotFound</Code></Error>")
+        if authorization is not None:  # a signed URL plus a token: the storage refuses both
+            return _Response(400, "<Error><Code>InvalidAuthenticationInfo</Code></Error>")
+        return _Response(200, artifact.data, {"Content-Type": "application/zip"},
+                         chunked=not artifact.send_length)
+
     def _get_permission(self, req: _Request) -> _Response:
         repo, login = self._repo(req.params["repo"]), req.params["login"]
         role = repo.roles.get(login.lower(), "none")
@@ -540,6 +694,12 @@ class FakeGitHub:
         if repo is None:
             raise _HttpError(404, "Not Found")
         return repo
+
+    def _run(self, repo: str, run_id: int) -> _Run:
+        run = self._runs.get(run_id)
+        if run is None or run.repo is not self._repo(repo):
+            raise _HttpError(404, "Not Found")
+        return run
 
     def _fork_of(self, base: _Repo, user: str) -> _Repo:
         name = f"{user}/{base.full_name.split('/')[1]}"
@@ -633,6 +793,7 @@ class FakeGitHub:
         base = self._part_json(root, issue.repo, pull.base_ref, pull.base_sha)
         keep = ("number", "title", "body", "user", "state", "locked", "labels", "assignee",
                 "assignees", "created_at", "updated_at", "closed_at", "author_association")
+        issue_data["state"] = "closed" if pull.closed else "open"
         return {**{k: issue_data[k] for k in keep}, **issue_data["pull_request"],
                 "id": pull.id, "node_id": f"PR_{pull.id}", "issue_url": issue_data["url"],
                 "comments_url": issue_data["comments_url"], "draft": pull.draft, "head": head,
@@ -662,6 +823,64 @@ class FakeGitHub:
                 "reactions": {"url": f"{url}/reactions", "total_count": sum(counts.values()),
                               **counts}}
 
+    def _run_json(self, root: str, run: _Run) -> dict[str, Any]:
+        url = f"{root}/repos/{run.repo.full_name}/actions/runs/{run.id}"
+        return {
+            "id": run.id, "name": "pr-context", "node_id": f"WFR_{run.id}",
+            "head_branch": run.head_branch, "head_sha": run.head_sha,
+            "path": ".github/workflows/pr-context.yml", "display_title": "A change",
+            "run_number": run.id - FIRST_ID + 1, "event": run.event, "status": "completed",
+            "conclusion": run.conclusion, "workflow_id": 1, "check_suite_id": run.id,
+            "check_suite_node_id": f"CS_{run.id}", "url": url,
+            "html_url": f"{HTML_ROOT}/{run.repo.full_name}/actions/runs/{run.id}",
+            "pull_requests": self._run_pulls_json(root, run), "created_at": run.created_at,
+            "updated_at": run.created_at, "run_attempt": 1, "run_started_at": run.created_at,
+            "actor": self._user_json(root, run.head_repo.owner),
+            "triggering_actor": self._user_json(root, run.head_repo.owner),
+            "jobs_url": f"{url}/jobs", "logs_url": f"{url}/logs",
+            "check_suite_url": f"{root}/repos/{run.repo.full_name}/check-suites/{run.id}",
+            "artifacts_url": f"{url}/artifacts", "cancel_url": f"{url}/cancel",
+            "rerun_url": f"{url}/rerun", "previous_attempt_url": None,
+            "workflow_url": f"{root}/repos/{run.repo.full_name}/actions/workflows/1",
+            "head_commit": {"id": run.head_sha, "tree_id": run.head_sha,
+                            "message": "A change", "timestamp": run.created_at,
+                            "author": {"name": "Alice", "email": "alice@example.com"},
+                            "committer": {"name": "Alice", "email": "alice@example.com"}},
+            "repository": self._repo_json(root, run.repo),
+            "head_repository": self._repo_json(root, run.head_repo),
+        }
+
+    def _run_pulls_json(self, root: str, run: _Run) -> list[dict[str, Any]]:
+        """The run's pull requests, as GitHub lists them: only heads in the repository."""
+        if run.head_repo is not run.repo or run.event != "pull_request":
+            return []
+
+        def part(repo: _Repo, ref: str, sha: str) -> dict[str, Any]:
+            return {"ref": ref, "sha": sha, "repo": {
+                "id": repo.id, "url": f"{root}/repos/{repo.full_name}",
+                "name": repo.full_name.split("/")[1]}}
+        return [{"url": f"{root}/repos/{run.repo.full_name}/pulls/{issue.number}",
+                 "id": issue.pull.id, "number": issue.number,
+                 "head": part(run.repo, issue.pull.head_ref, issue.pull.head_sha),
+                 "base": part(run.repo, issue.pull.base_ref, issue.pull.base_sha)}
+                for issue in self._issues.values()
+                if issue.repo is run.repo and issue.pull is not None
+                and issue.pull.head_ref == run.head_branch
+                and issue.pull.head_repo is run.head_repo]
+
+    def _artifact_json(self, root: str, artifact: _Artifact) -> dict[str, Any]:
+        run = artifact.run
+        url = f"{root}/repos/{run.repo.full_name}/actions/artifacts/{artifact.id}"
+        return {"id": artifact.id, "node_id": f"A_{artifact.id}", "name": artifact.name,
+                "size_in_bytes": artifact.listed_size, "url": url,
+                "archive_download_url": f"{url}/zip", "expired": artifact.expired,
+                "digest": f"sha256:{hashlib.sha256(artifact.data).hexdigest()}",
+                "created_at": artifact.created_at, "updated_at": artifact.created_at,
+                "expires_at": "2024-04-01T00:00:00Z",
+                "workflow_run": {"id": run.id, "repository_id": run.repo.id,
+                                 "head_repository_id": run.head_repo.id,
+                                 "head_branch": run.head_branch, "head_sha": run.head_sha}}
+
     def _reaction_json(self, root: str, reaction: _Reaction) -> dict[str, Any]:
         return {"id": reaction.id, "node_id": f"REA_{reaction.id}",
                 "user": self._user_json(root, reaction.user), "content": reaction.content,
@@ -677,6 +896,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], _RouteHandler]] = [
         ("GET", "/users/(?P<login>[^/]+)", FakeGitHub._get_user),
         ("GET", "/rate_limit", FakeGitHub._get_rate_limit),
         ("GET", _REPO, FakeGitHub._get_repo),
+        ("GET", _REPO + "/pulls", FakeGitHub._list_pulls),
         ("GET", _REPO + r"/pulls/(?P<number>\d+)", FakeGitHub._get_pull),
         ("GET", _REPO + r"/issues/(?P<number>\d+)", FakeGitHub._get_issue),
         ("GET", _REPO + r"/issues/(?P<number>\d+)/comments", FakeGitHub._list_comments),
@@ -688,8 +908,15 @@ _ROUTES: list[tuple[str, re.Pattern[str], _RouteHandler]] = [
         ("POST", _COMMENT + "/reactions", FakeGitHub._post_reaction),
         ("GET", _REPO + r"/collaborators/(?P<login>[^/]+)/permission",
          FakeGitHub._get_permission),
+        ("GET", _REPO + r"/actions/runs/(?P<run_id>\d+)", FakeGitHub._get_run),
+        ("GET", _REPO + r"/actions/runs/(?P<run_id>\d+)/artifacts",
+         FakeGitHub._list_run_artifacts),
+        ("GET", _REPO + r"/actions/artifacts/(?P<artifact_id>\d+)/zip",
+         FakeGitHub._download_artifact),
     ]
 ]
+_STORAGE_PREFIX = "/_storage/"
+_CHUNK_BYTES = 64 * 1024
 _RATE_HEADERS = {
     "X-RateLimit-Limit": str(RATE_LIMIT), "X-RateLimit-Remaining": str(RATE_LIMIT - 1),
     "X-RateLimit-Reset": str(RATE_RESET_EPOCH_S), "X-RateLimit-Used": "1",
@@ -777,15 +1004,27 @@ class _Handler(BaseHTTPRequestHandler):
                                   raw)
         if response.body is None:
             payload, content_type = b"", "application/json; charset=utf-8"
+        elif isinstance(response.body, bytes):
+            payload, content_type = response.body, "application/zip"
         elif isinstance(response.body, str):
             payload, content_type = response.body.encode(), "text/html; charset=utf-8"
         else:
             payload, content_type = json.dumps(response.body).encode(), (
                 "application/json; charset=utf-8")
         self.send_response(response.status)
-        headers = {**_RATE_HEADERS, "Content-Type": content_type, **response.headers,
-                   "Content-Length": str(len(payload))}
+        length = ({"Transfer-Encoding": "chunked"} if response.chunked
+                  else {"Content-Length": str(len(payload))})
+        headers = {**_RATE_HEADERS, "Content-Type": content_type, **response.headers, **length}
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(payload)
+        if not response.chunked:
+            self.wfile.write(payload)
+            return
+        try:
+            for start in range(0, len(payload), _CHUNK_BYTES):
+                part = payload[start:start + _CHUNK_BYTES]
+                self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: fine
+            self.close_connection = True

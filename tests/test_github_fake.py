@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
@@ -261,3 +262,85 @@ def test_concurrent_comments_get_distinct_ids(fake: FakeGitHub) -> None:
 
     ids = [c["id"] for c in fake.comments(REPO, PR)]
     assert sorted(ids) == list(range(1000, 1008))
+
+
+# -- pull requests by head, workflow runs, artifacts -----------------------------------------
+
+
+def test_open_pulls_are_listed_by_head_owner_and_branch(fake: FakeGitHub) -> None:
+    fake.add_pull(REPO, 8, "c" * 40, BASE_SHA, head_ref="feature", fork=True, user="mallory")
+    fake.add_pull(REPO, 9, "d" * 40, BASE_SHA, head_ref="other", fork=True, user="mallory")
+    fake.add_pull(REPO, 10, "e" * 40, BASE_SHA, head_ref="feature", fork=True, user="mallory")
+    fake.close_pull(REPO, 10)
+    repo = connect(fake).get_repo(REPO)
+
+    listed = repo.get_pulls(state="open", head="mallory:feature")
+
+    assert [(p.number, p.head.sha, p.head.repo.full_name) for p in listed] == [
+        (8, "c" * 40, "mallory/demo")]
+    assert [p.number for p in repo.get_pulls(state="open", head="octo:feature")] == [PR]
+    assert [p.number for p in repo.get_pulls(state="closed")] == [10]
+    assert repo.get_pull(10).state == "closed"
+
+
+def test_a_run_and_its_artifacts_as_pygithub_reads_them(fake: FakeGitHub) -> None:
+    fake.add_repo("mallory/demo", fork=True)
+    run_id = fake.add_workflow_run(REPO, head_sha=HEAD_SHA, head_repo="mallory/demo")
+    artifact_id = fake.add_artifact(REPO, run_id, "pr-context-job-0", b"PK zip")
+    run = connect(fake).get_repo(REPO).get_workflow_run(run_id)
+
+    assert (run.event, run.head_sha, run.head_branch) == ("pull_request", HEAD_SHA, "feature")
+    assert run.head_repository.full_name == "mallory/demo"
+    artifacts = list(run.get_artifacts())
+    assert [(a.id, a.name, a.size_in_bytes, a.expired) for a in artifacts] == [
+        (artifact_id, "pr-context-job-0", 6, False)]
+    assert artifacts[0].workflow_run.head_sha == HEAD_SHA
+
+
+def test_workflow_run_payload_lists_pull_requests_only_for_same_repository_heads(
+        fake: FakeGitHub) -> None:
+    same = fake.add_workflow_run(REPO, head_sha=HEAD_SHA)
+    fake.add_repo("mallory/demo", fork=True)
+    forked = fake.add_workflow_run(REPO, head_sha=HEAD_SHA, head_repo="mallory/demo")
+
+    payload = fake.workflow_run_payload(REPO, same)
+    assert payload["action"] == "completed"
+    assert [p["number"] for p in payload["workflow_run"]["pull_requests"]] == [PR]
+    run = fake.workflow_run_payload(REPO, forked)["workflow_run"]
+    assert run["pull_requests"] == []
+    assert run["head_repository"]["full_name"] == "mallory/demo"
+    assert run["repository"]["full_name"] == REPO and run["event"] == "pull_request"
+
+
+def test_artifact_download_redirects_to_storage_that_refuses_a_token(fake: FakeGitHub) -> None:
+    run_id = fake.add_workflow_run(REPO, head_sha=HEAD_SHA)
+    artifact_id = fake.add_artifact(REPO, run_id, "pr-context-job-0", b"zip bytes")
+    url = f"{fake.url}/repos/{REPO}/actions/artifacts/{artifact_id}/zip"
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    with pytest.raises(urllib.error.HTTPError) as redirected:
+        opener.open(urllib.request.Request(url, headers={"Authorization": f"token {WRITE_TOKEN}"}))
+    assert redirected.value.code == 302
+    location = redirected.value.headers["Location"]
+    with urllib.request.urlopen(location) as stored:
+        assert stored.read() == b"zip bytes"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(urllib.request.Request(
+            location, headers={"Authorization": f"token {WRITE_TOKEN}"}))
+    assert refused.value.code == 400
+    assert [r.authorization is None for r in fake.storage_requests] == [True, False]
+
+
+def test_an_expired_artifact_is_gone(fake: FakeGitHub) -> None:
+    run_id = fake.add_workflow_run(REPO, head_sha=HEAD_SHA)
+    artifact_id = fake.add_artifact(REPO, run_id, "pr-context-job-0", b"x", expired=True)
+    request = urllib.request.Request(
+        f"{fake.url}/repos/{REPO}/actions/artifacts/{artifact_id}/zip",
+        headers={"Authorization": f"token {WRITE_TOKEN}"})
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(request)
+    assert gone.value.code == 410
