@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -362,21 +362,29 @@ _ACTION_ENV = "PR_CONTEXT_"
 @click.option("--comment-when-empty/--no-comment-when-empty",
               envvar="PR_CONTEXT_COMMENT_WHEN_EMPTY", default=False, show_default=True,
               help="Comment even when no symbol changed [env: PR_CONTEXT_COMMENT_WHEN_EMPTY].")
+@click.option("--annotations", envvar="PR_CONTEXT_ANNOTATIONS", default="warning",
+              show_default=True, type=click.Choice(["warning", "notice", "off"]),
+              help="Level of the annotations on the diff for high-confidence findings "
+                   "(at most 10) [env: PR_CONTEXT_ANNOTATIONS].")
 @click.option("--prepare", "prepare_only", is_flag=True,
               help="Only work out the cache plan and write it to GITHUB_OUTPUT: "
-                   "cache-key, cache-restore-prefix, index-path, save-cache, base-sha, run.")
+                   "cache-key, cache-restore-prefix, index-path, save-cache, base-sha, run, "
+                   "needs-index.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
 def action_command(repo: str, db: Path | None, out_dir: Path | None, config: str,
                    model: str | None, embeddings: bool, top_k: int, comment: str,
                    fail_on: str, skip_drafts: bool, comment_when_empty: bool,
-                   prepare_only: bool, quiet: bool) -> None:
-    """Run inside GitHub Actions: review a PR, answer a slash command, or index a push.
+                   annotations: str, prepare_only: bool, quiet: bool) -> None:
+    """Run inside GitHub Actions: review a PR, publish a fork's review, answer a slash
+    command, or index a push.
 
     Reads the standard environment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
     GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_SERVER_URL, GITHUB_OUTPUT,
     GITHUB_STEP_SUMMARY, RUNNER_TEMP) and the token from GITHUB_TOKEN. pull_request:
     review base..head, write the step summary, outputs (evidence-path, test-selection,
-    changed-symbols, comment-url) and one sticky comment, updated in place.
+    changed-symbols, comment-url), annotations on the diff and one sticky comment,
+    updated in place. workflow_run (a completed pull_request run): post that run's
+    review from its artifact on the one open PR the API gives for its head, for forks.
     issue_comment: /pr-context refresh | search QUERY | explain SYMBOL | help, for
     collaborators with write access. push, workflow_dispatch: build or update the index.
     Exits 0 (also when a fork's read-only token could not comment: a warning says so),
@@ -384,8 +392,10 @@ def action_command(repo: str, db: Path | None, out_dir: Path | None, config: str
     written), 2 for bad input.
     """
     from pr_context.action import ActionSettings, parse_fail_on, prepare, run_action
+    from pr_context.action.annotations import annotation_lines
     from pr_context.action.events import ActionEnv
-    from pr_context.action.outputs import workflow_command, write_outputs
+    from pr_context.action.outputs import write_outputs
+    from pr_context.action.settings import AnnotationLevel
 
     env = ActionEnv.from_environ()
     settings = ActionSettings(
@@ -393,15 +403,16 @@ def action_command(repo: str, db: Path | None, out_dir: Path | None, config: str
         out=out_dir or env.runner_temp / "pr-context" / "out", config=config,
         model=model or None, embeddings=embeddings, top_k=top_k,
         comment="off" if comment == "off" else "sticky", fail_on=parse_fail_on(fail_on),
-        skip_drafts=skip_drafts, comment_when_empty=comment_when_empty)
+        skip_drafts=skip_drafts, comment_when_empty=comment_when_empty,
+        annotations=cast("AnnotationLevel", annotations))
     if prepare_only:
         plan = prepare(settings, env)
         write_outputs(env.output, plan)
         click.echo(" ".join(f"{k}={v}" for k, v in plan.items()))
         return
     record = run_action(settings, env, progress_for(sys.stderr, quiet))
-    for level, message in record.annotations:
-        click.echo(workflow_command(level, message))
+    for line in annotation_lines(record.annotations, record.findings):
+        click.echo(line)
     click.echo(f"pr-context action: {record.outcome or 'done'}")
     if record.exit_code:
         sys.exit(record.exit_code)

@@ -8,6 +8,7 @@ PrContextError                 base; ``exit_code`` says how the process ends
  ├── GitError (1)              git failed for a reason other than bad input
  ├── GitHubApiError (1)        the GitHub API refused or kept failing
  │    └── ReadOnlyTokenError   the token may read but not write (fork pull requests)
+ ├── ArtifactError (1)         another run's artifact is refused (forged, oversized, invalid)
  ├── IndexFileError (1)        the index file cannot be opened or written
  └── EmbeddingError (1)        the embedding model cannot be loaded or run
 
@@ -18,6 +19,7 @@ these at the one module that touches the library, with ``raise ... from exc``.
 from __future__ import annotations
 
 __all__ = [
+    "ArtifactError",
     "BadInputError",
     "ConfigError",
     "EmbeddingError",
@@ -63,6 +65,10 @@ class GitHubApiError(PrContextError):
 
 class ReadOnlyTokenError(GitHubApiError):
     pass
+
+
+class ArtifactError(PrContextError):
+    """An artifact from another workflow run that cannot be used: nothing is posted."""
 
 
 class IndexFileError(PrContextError):

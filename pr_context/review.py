@@ -84,6 +84,9 @@ _EXCLUDED_ROLES = frozenset({"generated", "vendored"})
 _NOT_UPDATED = "not updated in this PR"
 _ANNOTATION_CHANGES = ("annotation of ", "return annotation")
 _CALL_LINES = 30  # lines after a call site read to find the end of its arguments
+# A reason quotes repository text (a doc line can be a whole minified paragraph): cut it,
+# so evidence.json stays within what the workflow_run publisher accepts (2,000).
+MAX_REASON_CHARS = 1_000
 
 
 @dataclass(frozen=True)
@@ -552,6 +555,8 @@ def _link_items(found: list[Evidence], side: _Side, head: _Side) -> list[Evidenc
 
 def _reason(text: str, side: _Side, at_base: bool) -> str:
     line = redact_secrets(" ".join(text.split()))
+    if len(line) > MAX_REASON_CHARS:
+        line = line[:MAX_REASON_CHARS - 1] + "…"
     return f"{line} (lines at base {side.sha[:12]})" if at_base else line
 
 

@@ -141,7 +141,7 @@ def workflow(make_repo: Callable[..., GitRepo], tmp_path: Path,
 
 
 def open_pull(flow: Workflow, session: str, *, fork: bool = False, draft: bool = False,
-              title: str = "Drop retries") -> tuple[str, str]:
+              title: str = "Drop retries", user: str = "alice") -> tuple[str, str]:
     """Commit ``session`` on a branch; register the PR; return (base, head)."""
     base = flow.repo.git("rev-parse", "HEAD").strip()
     flow.repo.git("checkout", "-q", "-B", "feature")
@@ -149,7 +149,7 @@ def open_pull(flow: Workflow, session: str, *, fork: bool = False, draft: bool =
     head = flow.repo.commit("change the session")
     flow.repo.git("checkout", "-q", "main")
     flow.github.add_pull(REPO, NUMBER, head_sha=head, base_sha=base, fork=fork, draft=draft,
-                         title=title)
+                         title=title, user=user)
     return base, head
 
 

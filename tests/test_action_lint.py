@@ -7,6 +7,7 @@ failure, not a skip: `pip install -e '.[dev]'` installs them.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -38,7 +39,45 @@ def tool(name: str) -> str:
 
 
 def test_there_are_workflows_to_lint() -> None:
-    assert {".github/workflows/ci.yml", ".github/workflows/pr-context.yml"} <= set(WORKFLOWS)
+    assert {".github/workflows/ci.yml", ".github/workflows/pr-context.yml",
+            ".github/workflows/pr-context-publish.yml"} <= set(WORKFLOWS)
+
+
+def readme_workflows() -> dict[str, str]:
+    """The README's complete workflows (YAML blocks with `on:` and `jobs:`), by file name."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    found = [b for b in blocks if re.search(r"^on:", b, re.M) and re.search(r"^jobs:", b, re.M)]
+    names = ["pr-context.yml", "pr-context-publish.yml"]
+    assert len(found) == len(names), "the quick start's two workflows"
+    return dict(zip(names, found, strict=True))
+
+
+def test_the_readme_workflows_pass_both_linters_as_pasted(tmp_path: Path) -> None:
+    """Copied as they stand, the quick start's workflows are clean: nothing to fix."""
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    for name, text in readme_workflows().items():
+        (folder / name).write_text(text, encoding="utf-8")
+    for command in (["check-jsonschema", "--builtin-schema", "vendor.github-workflows",
+                     *sorted(str(p) for p in folder.iterdir())],
+                    ["zizmor", "--offline", str(folder)]):
+        done = subprocess.run([tool(command[0]), *command[1:]], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=LINT_TIMEOUT_S,
+                              check=False)
+        assert done.returncode == 0, f"{command[0]}: {done.stdout}\n{done.stderr}"
+
+
+def test_the_only_ignores_are_the_documented_dangerous_triggers() -> None:
+    """Each workflow's one zizmor ignore sits on its trigger, with a reason after it."""
+    files = [*(ROOT / p for p in WORKFLOWS), ROOT / "action.yml"]
+    ignores = [(path.name, line.strip()) for path in files
+               for line in path.read_text(encoding="utf-8").splitlines()
+               if "zizmor: ignore" in line]
+    assert sorted(name for name, _ in ignores) == ["pr-context-publish.yml", "pr-context.yml"]
+    for _, line in ignores:
+        assert re.fullmatch(r"(issue_comment|workflow_run):  # zizmor: "
+                            r"ignore\[dangerous-triggers\] \w.{20,}", line), line
 
 
 @pytest.mark.parametrize("command", COMMANDS.values(), ids=COMMANDS.keys())

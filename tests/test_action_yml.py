@@ -494,7 +494,7 @@ def test_eval_gate_without_cases_fails_with_an_annotation(
     env = make_runner(tmp_path, repo, "push", push_event(sha),
                       {"fail-on": "stale-docs, eval-gate", "embeddings": "false"})
     env.runner.steps["prepare"] = StepResult("prepare", ran=True, outcome="success",
-                                             outputs={"run": "true"})
+                                             outputs={"run": "true", "needs-index": "true"})
     env.runner.steps["install"] = StepResult("install", ran=True, outcome="success",
                                              outputs=dict(SKIPPED_STEP_OUTPUTS["install"]))
 
@@ -503,6 +503,34 @@ def test_eval_gate_without_cases_fails_with_an_annotation(
     assert steps["eval"].executed and steps["eval"].outcome == "failure"
     assert "::error title=pr-context::" in steps["eval"].log
     assert "eval-cases and eval-gate" in steps["eval"].log
+
+
+def test_workflow_run_plans_the_publisher_without_index_or_model(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({"app.py": "x = 1\n"})
+    sha = repo.git("rev-parse", "HEAD").strip()
+    event = {"action": "completed", "workflow_run": {
+        "id": 5, "event": "pull_request", "conclusion": "success", "head_sha": sha,
+        "head_branch": "feature", "pull_requests": [],
+        "head_repository": {"full_name": "mallory/demo", "owner": {"login": "mallory"}},
+        "repository": {"full_name": "octo-org/demo"}}}
+    env = make_runner(tmp_path, repo, "workflow_run", event,
+                      {"model": "some/model", "fail-on": "eval-gate"})
+    env.runner.steps["install"] = StepResult("install", ran=True, outcome="success",
+                                             outputs=dict(SKIPPED_STEP_OUTPUTS["install"]))
+    env.runner.steps["python"] = StepResult("python", ran=True, outcome="success",
+                                            outputs=dict(SKIPPED_STEP_OUTPUTS["python"]))
+
+    steps = env.runner.run(only={"pip-plan", "prepare"})
+
+    assert not env.runner.failed, logs(steps)
+    assert "-publisher-" in steps["pip-plan"].outputs["key"]  # its own, lighter pip cache
+    plan = steps["prepare"].outputs
+    assert (plan["run"], plan["needs-index"], plan["save-cache"]) == ("true", "false", "false")
+    by_id = {s.get("id"): s for s in load_action()["runs"]["steps"]}
+    for skipped in ("index-cache", "model-cache", "eval", "index-save"):
+        assert not env.runner.condition(by_id[skipped].get("if")), skipped
+    assert env.runner.condition(by_id["run"].get("if"))
 
 
 def test_no_run_script_contains_an_expression() -> None:
@@ -543,6 +571,35 @@ def test_every_input_and_output_is_documented() -> None:
     assert not missing
 
 
+# Inputs action.yml uses itself (step conditions, setup-python, the eval step), not the CLI.
+ACTION_LEVEL_INPUTS = {"github-token": "GITHUB_TOKEN", "cache": None, "python-version": None,
+                       "eval-cases": "EVAL_CASES", "eval-gate": "EVAL_GATE",
+                       "eval-corpora": "EVAL_CORPORA"}
+
+
+def test_every_input_is_read_by_the_code() -> None:
+    """Each input reaches `pr-context action` as the PR_CONTEXT_* variable its option
+    reads, in both the prepare and the run step, or is used by action.yml itself."""
+    from pr_context.cli import action_command
+
+    action = load_action()
+    steps = {s.get("id"): s for s in action["runs"]["steps"]}
+    read_by_cli = {param.envvar for param in action_command.params if param.envvar}
+    for name in action["inputs"]:
+        expression = f"${{{{ inputs.{name} }}}}"
+        if name in ACTION_LEVEL_INPUTS:
+            variable = ACTION_LEVEL_INPUTS[name]
+            uses = [s for s in steps.values() if f"inputs.{name}" in json.dumps(s)]
+            assert uses, f"{name} is used by no step"
+            if variable:
+                assert any((s.get("env") or {}).get(variable) == expression for s in uses), name
+            continue
+        variable = "PR_CONTEXT_" + name.upper().replace("-", "_")
+        assert variable in read_by_cli, f"{name}: no action option reads {variable}"
+        for step in ("prepare", "run"):
+            assert steps[step]["env"].get(variable) == expression, f"{name} in {step}"
+
+
 @pytest.mark.parametrize(("expression", "expected"), [
     ("inputs.cache == 'true'", True),
     ("inputs.cache == 'TRUE'", True),  # GitHub compares strings ignoring case
@@ -572,3 +629,17 @@ def test_github_output_parsing() -> None:
     text = "a=1\nempty=\njson=[\"x\"]\nbody<<EOF_1\nline one\nline=two\nEOF_1\nb=c=d\n"
     assert parse_github_output(text) == {
         "a": "1", "empty": "", "json": '["x"]', "body": "line one\nline=two", "b": "c=d"}
+
+
+def test_the_publisher_installs_everything_but_the_model_stack() -> None:
+    """action.yml's workflow_run install: pyproject's dependencies without torch,
+    sentence-transformers and the packaged model (the publisher loads no model)."""
+    from pr_context.action.publisher_deps import MODEL_STACK, publisher_requirements
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    wanted = publisher_requirements(ROOT / "pyproject.toml")
+    left_out = [d for d in project["project"]["dependencies"] if d not in wanted]
+    assert sorted(re.split(r"[<>=!~ ]", d)[0].lower() for d in left_out) == sorted(MODEL_STACK)
+    assert any(d.startswith("PyGithub") for d in wanted)
+    install = next(s for s in load_action()["runs"]["steps"] if s.get("id") == "install")
+    assert "pr_context/action/publisher_deps.py" in install["run"]

@@ -25,6 +25,7 @@ __all__ = [
     "PullRequestEvent",
     "PushEvent",
     "SlashCommand",
+    "WorkflowRunEvent",
     "parse_command",
     "read_event",
 ]
@@ -122,11 +123,30 @@ class PushEvent:
 
 
 @dataclass(frozen=True)
+class WorkflowRunEvent:
+    """A finished run of another workflow, as GitHub describes it (never the artifact).
+
+    ``head_repository`` is None when the fork was deleted; fork runs have no
+    ``pull_requests`` in the payload, so the pull request is looked up through the API.
+    """
+
+    action: str  # "completed" (also "requested", "in_progress")
+    run_id: int
+    triggering_event: str  # the event of that run: "pull_request", "push", ...
+    conclusion: str  # "success", "failure", "cancelled", ... ("" while running)
+    head_sha: str
+    head_branch: str
+    head_repository: str | None  # owner/name of the repository the head lives in
+    head_owner: str  # its owner's login, for the API's `head=owner:branch` filter
+    repository: str  # where that run ran: the base repository
+
+
+@dataclass(frozen=True)
 class OtherEvent:
     name: str
 
 
-Event = PullRequestEvent | CommentEvent | PushEvent | OtherEvent
+Event = PullRequestEvent | CommentEvent | PushEvent | WorkflowRunEvent | OtherEvent
 
 
 def read_event(env: ActionEnv) -> Event:
@@ -170,7 +190,21 @@ def _parse(env: ActionEnv, payload: dict[str, Any]) -> Event:
             raise KeyError("the pushed SHA and ref (GITHUB_SHA, GITHUB_REF)")
         default = (payload.get("repository") or {}).get("default_branch") or "main"
         return PushEvent(sha=str(sha), ref=str(ref), default_branch=str(default))
+    if name == "workflow_run":
+        return _workflow_run(payload)
     return OtherEvent(name)
+
+
+def _workflow_run(payload: dict[str, Any]) -> WorkflowRunEvent:
+    run = payload["workflow_run"]
+    head_repo = run.get("head_repository") or {}
+    return WorkflowRunEvent(
+        action=str(payload.get("action", "")), run_id=int(run["id"]),
+        triggering_event=str(run["event"]), conclusion=str(run.get("conclusion") or ""),
+        head_sha=str(run["head_sha"]), head_branch=str(run.get("head_branch") or ""),
+        head_repository=str(head_repo["full_name"]) if head_repo.get("full_name") else None,
+        head_owner=str((head_repo.get("owner") or {}).get("login", "")),
+        repository=str(run["repository"]["full_name"]))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The GitHub REST API through PyGithub: the sticky comment, replies, reactions, permissions.
+"""The GitHub REST API through PyGithub: the sticky comment, replies, reactions, permissions,
+and for the publisher the pull requests of a head branch and a workflow run's artifacts.
 
 Only this module talks to GitHub. Every call goes through ``GitHubClient._call``: server
 errors, dropped connections and rate limits are retried with backoff (honouring
@@ -6,27 +7,38 @@ errors, dropped connections and rate limits are retried with backoff (honouring
 (a fork pull request's read-only token) raises ``ReadOnlyTokenError`` at once. The token
 is never part of a message. Bodies are posted whole, in one request, so a failure
 leaves the previous comment as it was, never half of a new one.
+
+An artifact's zip is downloaded with ``requests``, as GitHub serves it: the API answers
+302 with a short-lived storage URL, which is fetched without the token (it is signed,
+and the token must not reach another host). The download is read into memory and
+stopped at a size cap; nothing is written to disk.
 """
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, TypeVar
 
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
 
-from pr_context.errors import GitHubApiError, ReadOnlyTokenError
+from pr_context.errors import ArtifactError, GitHubApiError, ReadOnlyTokenError
 
 __all__ = [
     "DEFAULT_BOT_LOGIN",
     "WRITE_PERMISSIONS",
+    "ArtifactInfo",
     "GitHubClient",
     "PostedComment",
+    "PullRequestHead",
     "PullRequestInfo",
     "RetryPolicy",
+    "RunInfo",
 ]
 
 # GITHUB_TOKEN acts as this app; GET /user is refused to it, so it is the fallback login.
@@ -35,6 +47,10 @@ DEFAULT_BOT_LOGIN = "github-actions[bot]"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 _READ_ONLY_MESSAGE = "resource not accessible by integration"
 _SECONDARY_LIMIT_WAIT_S = 60.0
+MAX_LISTED = 100  # pull requests of one head branch, artifacts of one run: more is abuse
+DOWNLOAD_TIMEOUT_S = 60.0
+_DOWNLOAD_CHUNK_BYTES = 64 * 1024
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 T = TypeVar("T")
 
@@ -58,6 +74,35 @@ class PullRequestInfo:
 
 
 @dataclass(frozen=True)
+class PullRequestHead:
+    """An open pull request as the API lists it: where its head and base live."""
+
+    number: int
+    head_sha: str
+    head_repository: str | None  # None: the head repository was deleted
+    base_repository: str
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A workflow run as the API describes it."""
+
+    id: int
+    event: str
+    head_sha: str
+    head_repository: str | None
+
+
+@dataclass(frozen=True)
+class ArtifactInfo:
+    id: int
+    name: str
+    size_in_bytes: int
+    expired: bool
+    head_sha: str | None  # of the run that uploaded it
+
+
+@dataclass(frozen=True)
 class PostedComment:
     id: int
     url: str  # html_url, for people
@@ -77,6 +122,9 @@ class GitHubClient:
             per_page=100, seconds_between_requests=0.25 if throttle else None,
             seconds_between_writes=1.0 if throttle else None)
         self._repo = self._github.get_repo(repository)
+        self._api_url = api_url.rstrip("/")
+        self._repository = repository
+        self._token = token
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._bot_login: str | None = None
@@ -125,6 +173,56 @@ class GitHubClient:
                     return comment
             return None
         return self._call(f"list the comments of #{number}", find)
+
+    def open_pulls_from(self, owner: str, branch: str) -> list[PullRequestHead]:
+        """Open pull requests whose head is ``owner:branch`` (the API's own filter)."""
+        def read() -> list[PullRequestHead]:
+            pulls = self._repo.get_pulls(state="open", head=f"{owner}:{branch}")
+            return [_pull_head(pull) for pull in islice(pulls, MAX_LISTED)]
+        return self._call(f"list the open pull requests from {owner}:{branch}", read)
+
+    def workflow_run(self, run_id: int) -> RunInfo:
+        def read() -> RunInfo:
+            run = self._repo.get_workflow_run(run_id)
+            head = run.head_repository.full_name if run.head_repository is not None else None
+            return RunInfo(run_id, run.event, run.head_sha, head)
+        return self._call(f"read workflow run {run_id}", read)
+
+    def run_artifacts(self, run_id: int) -> list[ArtifactInfo]:
+        """The artifacts of a workflow run (``actions: read``), at most ``MAX_LISTED``."""
+        def read() -> list[ArtifactInfo]:
+            artifacts = self._repo.get_workflow_run(run_id).get_artifacts()
+            return [ArtifactInfo(a.id, a.name, a.size_in_bytes, a.expired,
+                                 a.workflow_run.head_sha if a.workflow_run else None)
+                    for a in islice(artifacts, MAX_LISTED)]
+        return self._call(f"list the artifacts of workflow run {run_id}", read)
+
+    def download_artifact(self, artifact_id: int, max_bytes: int) -> bytes:
+        """The artifact's zip, in memory; over ``max_bytes`` it is refused unread.
+
+        :raises ArtifactError: the zip is larger than ``max_bytes``.
+        """
+        url = f"{self._api_url}/repos/{self._repository}/actions/artifacts/{artifact_id}/zip"
+        return self._call(f"download artifact {artifact_id}",
+                          lambda: self._download(url, max_bytes))
+
+    def _download(self, url: str, max_bytes: int) -> bytes:
+        headers = {"Authorization": f"Bearer {self._token}",
+                   "Accept": "application/vnd.github+json"}
+        with requests.get(url, headers=headers, allow_redirects=False, stream=True,
+                          timeout=DOWNLOAD_TIMEOUT_S) as answer:
+            if answer.status_code not in _REDIRECTS:
+                return _bounded_body(answer, max_bytes)
+            if not answer.headers.get("Location"):
+                raise ArtifactError("the artifact download redirected nowhere (no Location)")
+            location = urllib.parse.urljoin(url, answer.headers["Location"])
+        if urllib.parse.urlsplit(location).scheme not in _allowed_schemes(self._api_url):
+            raise ArtifactError(f"the artifact download redirected to a non-HTTPS URL "
+                                f"({urllib.parse.urlsplit(location).scheme or 'none'})")
+        # A signed storage URL: no token, whichever host it names.
+        with requests.get(location, allow_redirects=False, stream=True,
+                          timeout=DOWNLOAD_TIMEOUT_S) as stored:
+            return _bounded_body(stored, max_bytes)
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -183,6 +281,48 @@ class GitHubClient:
 
     def _backoff(self, attempt: int) -> float:
         return float(min(self._retry.base_delay_s * 2 ** (attempt - 1), self._retry.max_delay_s))
+
+
+def _pull_head(pull: Any) -> PullRequestHead:
+    head_repo = pull.head.repo.full_name if pull.head.repo is not None else None
+    return PullRequestHead(pull.number, pull.head.sha, head_repo, pull.base.repo.full_name)
+
+
+def _allowed_schemes(api_url: str) -> frozenset[str]:
+    """HTTPS, or plain HTTP where the API itself is plain HTTP (a local test server)."""
+    return frozenset({"https", urllib.parse.urlsplit(api_url).scheme})
+
+
+def _bounded_body(answer: requests.Response, max_bytes: int) -> bytes:
+    """The body of a 200 answer, read up to ``max_bytes``; anything else raises.
+
+    Other statuses become ``GithubException`` so ``_call`` retries and explains them as
+    for any API call. Memory stays within ``max_bytes`` plus one chunk.
+    """
+    if answer.status_code != 200:
+        raise GithubException(answer.status_code, _json_or_none(answer),
+                              dict(answer.headers))
+    declared = answer.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise ArtifactError(f"the artifact is {int(declared):,} bytes, over the "
+                            f"{max_bytes:,}-byte cap: not read")
+    body = bytearray()
+    for chunk in answer.iter_content(_DOWNLOAD_CHUNK_BYTES):
+        body += chunk
+        if len(body) > max_bytes:
+            raise ArtifactError(f"the artifact is over the {max_bytes:,}-byte cap: "
+                                "download stopped")
+    return bytes(body)
+
+
+def _json_or_none(answer: requests.Response) -> Any:
+    """An error answer's JSON (its first 64 KiB only), or None."""
+    if "json" not in answer.headers.get("Content-Type", ""):
+        return None
+    try:
+        return json.loads(next(answer.iter_content(_DOWNLOAD_CHUNK_BYTES), b""))
+    except ValueError:
+        return None
 
 
 def _is_rate_limit(exc: GithubException) -> bool:

@@ -2,7 +2,9 @@
 
 ``GITHUB_OUTPUT`` gets ``name<<DELIMITER`` blocks with a random delimiter, so no value,
 whatever text a PR put in it, can end its block early and set another output. Workflow
-commands (``::warning::``) are kept on one line by GitHub's own escapes.
+commands (``::warning file=F,title=T::message``) are kept on one line by GitHub's own
+escapes, so no text a PR put into a message or a property can end it early or start a
+workflow command of its own.
 """
 
 from __future__ import annotations
@@ -33,10 +35,24 @@ def append_summary(path: Path | None, markdown: str) -> None:
                 "GITHUB_STEP_SUMMARY")
 
 
-def workflow_command(level: str, message: str) -> str:
-    """``::warning::message`` with the message's ``%``, CR and LF escaped as GitHub wants."""
-    escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return f"::{level}::{escaped}"
+def workflow_command(level: str, message: str,
+                     properties: Mapping[str, str] | None = None) -> str:
+    """``::level name=value,...::message``, escaped as the runner unescapes it.
+
+    In the message ``%``, CR and LF; in property values also ``:`` and ``,``, which
+    would otherwise end the value or the property list.
+    """
+    listed = ",".join(f"{name}={_escape_property(value)}"
+                      for name, value in (properties or {}).items())
+    return f"::{level}{' ' + listed if listed else ''}::{_escape_data(message)}"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def _append(path: Path, text: str, variable: str) -> None:

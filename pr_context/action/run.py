@@ -7,6 +7,11 @@
   write access (asked of the API), acknowledged with a reaction and answered in a reply;
   anyone else is refused visibly; bots and the bot's own comments are ignored.
 - ``push`` / ``workflow_dispatch``: index that commit, warming the cache for later PRs.
+- ``workflow_run`` (completed, of a ``pull_request`` run): publish that run's review on
+  its pull request (``publish``), for forks whose own run could not comment.
+
+Findings a reviewer must see on the diff are printed as annotations (``annotations``);
+they need no token, so a fork's run shows them too.
 
 Everything the run did is also written to ``OUT/action-report.json``. Nothing in the
 repository is executed; configuration is read from the base revision.
@@ -19,10 +24,10 @@ import dataclasses
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
+from pr_context.action.annotations import finding_annotations
 from pr_context.action.events import (
     PULL_REQUEST_ACTIONS,
     ActionEnv,
@@ -30,13 +35,23 @@ from pr_context.action.events import (
     PullRequestEvent,
     PushEvent,
     SlashCommand,
+    WorkflowRunEvent,
     parse_command,
     read_event,
 )
 from pr_context.action.github import WRITE_PERMISSIONS, GitHubClient, RetryPolicy
 from pr_context.action.outputs import append_summary, write_outputs
+from pr_context.action.publish import publish_review, publishable
+from pr_context.action.settings import ActionRun, ActionSettings
+from pr_context.action.sticky import post_review
 from pr_context.embed import DEFAULT_MODEL
-from pr_context.errors import BadInputError, GitError, GitHubApiError, ReadOnlyTokenError
+from pr_context.errors import (
+    ArtifactError,
+    BadInputError,
+    GitError,
+    GitHubApiError,
+    ReadOnlyTokenError,
+)
 from pr_context.git import (
     Repository,
     commit_exists,
@@ -56,7 +71,6 @@ from pr_context.progress import Progress
 from pr_context.render import (
     COMMENT_MARKER,
     REPLY_MARKER,
-    render_comment,
     render_explain,
     render_help,
     render_message,
@@ -64,86 +78,32 @@ from pr_context.render import (
     render_search,
     render_summary,
 )
-from pr_context.report import DEFAULT_TOP_K, Report
+from pr_context.report import Report
 from pr_context.review import ReviewOptions, explain, index_pair, review, write_review
 
-__all__ = [
-    "API_RETRY",
-    "FAIL_ON_CHOICES",
-    "REPORT_NAME",
-    "ActionRun",
-    "ActionSettings",
-    "index_fingerprint",
-    "parse_fail_on",
-    "prepare",
-    "run_action",
-]
+__all__ = ["API_RETRY", "REPORT_NAME", "index_fingerprint", "prepare", "run_action"]
 
-FAIL_ON_CHOICES = ("stale-docs", "callers-not-updated", "eval-gate")
 REPORT_NAME = "action-report.json"
 SEARCH_RESULTS = 10
 API_RETRY = RetryPolicy()
 API_THROTTLE = True  # PyGithub's pauses between requests
 
 
-@dataclass(frozen=True)
-class ActionSettings:
-    """The action's inputs (CLI options or PR_CONTEXT_* variables)."""
-
-    repo: Path
-    db: Path
-    out: Path
-    config: str = CONFIG_PATH  # path in the repository, read at the base revision
-    model: str | None = None  # None: the bundled default
-    embeddings: bool = True
-    top_k: int = DEFAULT_TOP_K
-    comment: Literal["sticky", "off"] = "sticky"
-    fail_on: frozenset[str] = frozenset()
-    skip_drafts: bool = True
-    comment_when_empty: bool = False
-
-
-@dataclass
-class ActionRun:
-    """What one run did: printed as annotations and written as action-report.json."""
-
-    event: str
-    outcome: str = ""
-    outputs: dict[str, str] = field(default_factory=dict)
-    annotations: list[tuple[str, str]] = field(default_factory=list)  # (level, message)
-    comment_url: str = ""
-    failures: list[str] = field(default_factory=list)
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.failures else 0
-
-    def note(self, level: Literal["notice", "warning", "error"], message: str) -> None:
-        self.annotations.append((level, message))
-
-    def fail(self, message: str) -> None:
-        self.failures.append(message)
-        self.note("error", message)
-
-
-def parse_fail_on(text: str) -> frozenset[str]:
-    """``"stale-docs, callers-not-updated"`` -> the set; unknown names are an error."""
-    names = frozenset(text.replace(",", " ").split())
-    unknown = sorted(names - set(FAIL_ON_CHOICES))
-    if unknown:
-        raise BadInputError(f"unknown fail-on condition {unknown[0]!r} "
-                            f"(known: {', '.join(FAIL_ON_CHOICES)})")
-    return names
-
-
 # -- prepare: the cache plan ----------------------------------------------------------------
 
 
 def prepare(settings: ActionSettings, env: ActionEnv) -> dict[str, str]:
-    """Outputs for the cache steps and whether the main step has anything to do."""
+    """Outputs for the cache steps and whether the main step has anything to do.
+
+    ``needs-index`` is false where the main step reads no index: the ``workflow_run``
+    publisher only reads the other run's artifact, so the index and model caches are
+    not restored for it.
+    """
     event = read_event(env)
     base, run, save = "", False, False
-    if isinstance(event, PullRequestEvent):
+    if isinstance(event, WorkflowRunEvent):
+        run = publishable(event)
+    elif isinstance(event, PullRequestEvent):
         base = event.base_sha
         run = event.action in PULL_REQUEST_ACTIONS and not (event.draft and settings.skip_drafts)
     elif isinstance(event, CommentEvent):
@@ -155,7 +115,8 @@ def prepare(settings: ActionSettings, env: ActionEnv) -> dict[str, str]:
     prefix = f"pr-context-{env.runner_os}-{index_fingerprint(settings)}-"
     return {"cache-key": prefix + (base or "none"), "cache-restore-prefix": prefix,
             "index-path": str(settings.db), "save-cache": _bool(save), "base-sha": base,
-            "run": _bool(run)}
+            "run": _bool(run),
+            "needs-index": _bool(run and not isinstance(event, WorkflowRunEvent))}
 
 
 def index_fingerprint(settings: ActionSettings) -> str:
@@ -193,10 +154,16 @@ def run_action(settings: ActionSettings, env: ActionEnv, progress: Progress) -> 
             _on_comment(event, settings, env, progress, record)
         elif isinstance(event, PushEvent):
             _on_push(event, settings, env, progress, record)
+        elif isinstance(event, WorkflowRunEvent):
+            publish_review(event, settings, env, lambda: _client(env), record)
         else:
             raise BadInputError(f"pr-context action handles pull_request, issue_comment, "
-                                f"push and workflow_dispatch events, not {event.name}")
+                                f"push, workflow_dispatch and workflow_run events, not "
+                                f"{event.name}")
     except GitHubApiError as exc:  # a failed answer to a command; the review is written
+        record.fail(str(exc))
+    except ArtifactError as exc:  # another run's artifact, refused: nothing was posted
+        record.outcome = "refused: the artifact"
         record.fail(str(exc))
     finally:
         _finish(record, settings, env, time.perf_counter() - started)
@@ -212,6 +179,7 @@ def _finish(record: ActionRun, settings: ActionSettings, env: ActionEnv,
     write_outputs(env.output, outputs)
     report = {"event": record.event, "outcome": record.outcome, "outputs": outputs,
               "annotations": [{"level": lv, "message": m} for lv, m in record.annotations],
+              "findings": [dataclasses.asdict(a) for a in record.findings],
               "failures": record.failures, "exit_code": record.exit_code,
               "seconds": round(seconds, 3)}
     try:
@@ -240,6 +208,8 @@ def _on_pull_request(event: PullRequestEvent, settings: ActionSettings, env: Act
     report = _review(settings, env, event.number, event.base_sha, event.head_sha,
                      progress, record)
     record.outcome = "reviewed"
+    record.findings = finding_annotations(report, settings.annotations,
+                                          _workspace_prefix(settings.repo, env.workspace))
     if settings.comment == "sticky":
         _post_sticky(report, event.number, settings, env, record, fork=event.fork)
     _check_fail_on(report, settings, record)
@@ -309,27 +279,38 @@ def _post_sticky(report: Report, number: int, settings: ActionSettings, env: Act
     if env.token is None:
         record.note("warning", "GITHUB_TOKEN is not set: the comment was not posted "
                                "(the step summary, outputs and artifact have everything)")
+        append_summary(env.step_summary, _PUBLISHER_HINT)
         return
-    client = _client(env)
     try:
-        current = client.pull(number).head_sha
-        if current != report.head:
-            record.note("notice", f"#{number} moved on to {current[:12]} while this run "
-                                  f"reviewed {report.head[:12]}: that run will comment")
-            return
-        if not report.symbols and not settings.comment_when_empty \
-                and client.find_sticky(number, COMMENT_MARKER) is None:
-            record.note("notice", "no changed symbols: no comment (comment-when-empty)")
-            return
-        posted = client.upsert_sticky(number, COMMENT_MARKER, render_comment(report))
+        post_review(_client(env), number, report, settings.comment_when_empty, record)
     except ReadOnlyTokenError as exc:
         why = ("This pull request comes from a fork, whose token is read-only, so " if fork
                else "The token may not comment (grant `pull-requests: write`), so ")
         record.note("warning", f"{why}the comment was not posted ({exc}); the step "
                                "summary, outputs and evidence artifact have everything")
-        return
-    record.comment_url = posted.url
-    record.note("notice", f"{'created' if posted.created else 'updated'} {posted.url}")
+        append_summary(env.step_summary, _PUBLISHER_HINT)
+
+
+# Said in the step summary of a run whose token could not comment.
+_PUBLISHER_HINT = """
+### The comment
+
+This run's token cannot comment on the pull request (a fork's token is read-only), so
+the review is this summary, the annotations on the diff and the `pr-context-*`
+artifact. When the repository has the pr-context **publisher** workflow, its run posts
+the comment from this artifact a minute after this run ends. To install it, add
+`.github/workflows/pr-context-publish.yml` to the default branch, as in pr-context's
+README (quick start) and docs/action.md ("Fork pull requests").
+"""
+
+
+def _workspace_prefix(repo: Path, workspace: Path) -> str:
+    """The repository's folder inside GITHUB_WORKSPACE, "" or "sub/dir/" (annotations)."""
+    try:
+        inside = repo.resolve().relative_to(workspace.resolve())
+    except ValueError:
+        return ""
+    return "" if str(inside) == "." else f"{inside.as_posix()}/"
 
 
 def _check_fail_on(report: Report, settings: ActionSettings, record: ActionRun) -> None:
