@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import tracemalloc
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -95,14 +96,16 @@ def produced(flow: Workflow) -> dict[str, bytes]:
 
 
 def publish(flow: Workflow, head: str, artifact: bytes | None, *,
-            head_repo: str = FORK, **artifact_options: Any) -> Result:
+            head_repo: str = FORK, env: Mapping[str, str] | None = None,
+            **artifact_options: Any) -> Result:
     """Register the producer's run and its artifact; run the publisher on its event."""
     run_id = flow.github.add_workflow_run(REPO, head_sha=head, head_branch="feature",
                                           head_repo=head_repo)
     if artifact is not None:
         flow.github.add_artifact(REPO, run_id, ARTIFACT, artifact, **artifact_options)
     flow.summary.write_text("")
-    return flow.run("workflow_run", flow.github.workflow_run_payload(REPO, run_id))
+    return flow.run("workflow_run", flow.github.workflow_run_payload(REPO, run_id),
+                    **(env or {}))
 
 
 def evidence_of(producer: Producer) -> dict[str, Any]:
@@ -230,6 +233,21 @@ def test_a_token_without_actions_read_is_explained(
     assert "`actions: read`" in result.output and comments(workflow) == []
 
 
+def test_no_credentials_reach_the_storage_not_even_from_netrc(
+        workflow: Workflow, producer: Producer, tmp_path: Path) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password netrc-secret\n")
+    netrc.chmod(0o600)
+
+    result = publish(workflow, producer.head, zip_of(producer.files),
+                     env={"NETRC": str(netrc)})
+
+    assert result.exit_code == 0, result.output
+    assert [r.authorization for r in workflow.github.storage_requests] == [None]
+    api = [r for r in workflow.github.requests if r.path.endswith("/zip")]
+    assert [r.token for r in api] == [WRITE_TOKEN]  # the API got the token, not netrc's
+
+
 def test_a_flaky_download_is_retried(workflow: Workflow, producer: Producer) -> None:
     workflow.github.fail_next("GET", r"/actions/artifacts/\d+/zip$", 502)
 
@@ -281,17 +299,22 @@ def test_evidence_naming_another_pr_never_posts_there(
                                     "C:/x", "evidence.json/../x", "notes.txt"])
 def test_a_zip_with_a_bad_member_name_is_refused_whole(
         workflow: Workflow, producer: Producer, member: str) -> None:
-    head = producer.head
-    before = sorted(p for p in workflow.tmp.parent.rglob("*") if "pr-context-pwned" in p.name
-                    or p.name == "x")
+    before = files_under(workflow.tmp.parent)
 
-    result = publish(workflow, head, zip_of({**producer.files, member: b"pwned"}))
+    result = publish(workflow, producer.head, zip_of({**producer.files, member: b"SLIPPED"}))
 
     assert result.exit_code == 1
     assert "refused whole" in result.output and comments(workflow) == []
-    after = sorted(p for p in workflow.tmp.parent.rglob("*") if "pr-context-pwned" in p.name
-                   or p.name == "x")
-    assert after == before and not Path("/tmp/pr-context-pwned").exists()
+    new = files_under(workflow.tmp.parent) - before
+    allowed = (workflow.runner_temp, workflow.output, workflow.summary,
+               workflow.tmp / "workflow_run.json")
+    assert all(path.is_relative_to(allowed[0]) or path in allowed for path in new), new
+    assert not any(b"SLIPPED" in path.read_bytes() for path in new)
+    assert not Path("/tmp/pr-context-pwned").exists()
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {path for path in folder.rglob("*") if path.is_file()}
 
 
 def test_an_oversized_artifact_is_never_read_past_the_cap(
@@ -311,21 +334,25 @@ def test_an_oversized_artifact_is_never_read_past_the_cap(
 
 def test_a_zip_bomb_is_stopped_and_posts_nothing(
         workflow: Workflow, producer: Producer) -> None:
-    head = producer.head
-    bomb = lying_bomb(64 * 1024 * 1024)
-
-    result = publish(workflow, head, bomb)
+    inflated, cap = 128 << 20, 32 << 20
+    bomb = lying_bomb(inflated, declared=cap - 1)  # under the cap in its header, 4x in truth
+    tracemalloc.start()
+    try:
+        result = publish(workflow, producer.head, bomb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
 
     assert result.exit_code == 1, result.output
     assert "evidence.json" in result.output and comments(workflow) == []
+    assert peak < cap * 2.5, f"{peak:,} bytes at the peak"  # never the 128 MiB inside
 
 
-def lying_bomb(inflated: int, declared: int = 1000) -> bytes:
+def lying_bomb(inflated: int, declared: int) -> bytes:
     """A zip whose evidence.json inflates to ``inflated`` zero bytes but declares
     ``declared``: its local header and central directory are rewritten to lie."""
     honest = zip_of({"evidence.json": bytes(inflated)})
-    size = inflated.to_bytes(4, "little")
-    return honest.replace(size, declared.to_bytes(4, "little"))
+    return honest.replace(inflated.to_bytes(4, "little"), declared.to_bytes(4, "little"))
 
 
 # -- hostile text ---------------------------------------------------------------------------

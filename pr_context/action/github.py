@@ -209,8 +209,8 @@ class GitHubClient:
     def _download(self, url: str, max_bytes: int) -> bytes:
         headers = {"Authorization": f"Bearer {self._token}",
                    "Accept": "application/vnd.github+json"}
-        with requests.get(url, headers=headers, allow_redirects=False, stream=True,
-                          timeout=DOWNLOAD_TIMEOUT_S) as answer:
+        with requests.get(url, headers=headers, auth=_no_netrc, allow_redirects=False,
+                          stream=True, timeout=DOWNLOAD_TIMEOUT_S) as answer:
             if answer.status_code not in _REDIRECTS:
                 return _bounded_body(answer, max_bytes)
             if not answer.headers.get("Location"):
@@ -220,7 +220,7 @@ class GitHubClient:
             raise ArtifactError(f"the artifact download redirected to a non-HTTPS URL "
                                 f"({urllib.parse.urlsplit(location).scheme or 'none'})")
         # A signed storage URL: no token, whichever host it names.
-        with requests.get(location, allow_redirects=False, stream=True,
+        with requests.get(location, auth=_no_netrc, allow_redirects=False, stream=True,
                           timeout=DOWNLOAD_TIMEOUT_S) as stored:
             return _bounded_body(stored, max_bytes)
 
@@ -286,6 +286,12 @@ class GitHubClient:
 def _pull_head(pull: Any) -> PullRequestHead:
     head_repo = pull.head.repo.full_name if pull.head.repo is not None else None
     return PullRequestHead(pull.number, pull.head.sha, head_repo, pull.base.repo.full_name)
+
+
+def _no_netrc(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """An explicit auth that adds nothing: requests then reads no ~/.netrc credentials
+    (which would replace our header, or reach the storage host)."""
+    return request
 
 
 def _allowed_schemes(api_url: str) -> frozenset[str]:
