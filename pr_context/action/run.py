@@ -84,6 +84,17 @@ from pr_context.review import ReviewOptions, explain, index_pair, review, write_
 __all__ = ["API_RETRY", "REPORT_NAME", "index_fingerprint", "prepare", "run_action"]
 
 REPORT_NAME = "action-report.json"
+# Said in the step summary of a run whose token could not comment.
+_PUBLISHER_HINT = """
+### The comment
+
+This run's token cannot comment on the pull request (a fork's token is read-only), so
+the review is this summary, the annotations on the diff and the `pr-context-*`
+artifact. When the repository has the pr-context **publisher** workflow, its run posts
+the comment from this artifact a minute after this run ends. To install it, add
+`.github/workflows/pr-context-publish.yml` to the default branch, as in pr-context's
+README (quick start) and docs/action.md ("Fork pull requests").
+"""
 SEARCH_RESULTS = 10
 API_RETRY = RetryPolicy()
 API_THROTTLE = True  # PyGithub's pauses between requests
@@ -289,19 +300,6 @@ def _post_sticky(report: Report, number: int, settings: ActionSettings, env: Act
         record.note("warning", f"{why}the comment was not posted ({exc}); the step "
                                "summary, outputs and evidence artifact have everything")
         append_summary(env.step_summary, _PUBLISHER_HINT)
-
-
-# Said in the step summary of a run whose token could not comment.
-_PUBLISHER_HINT = """
-### The comment
-
-This run's token cannot comment on the pull request (a fork's token is read-only), so
-the review is this summary, the annotations on the diff and the `pr-context-*`
-artifact. When the repository has the pr-context **publisher** workflow, its run posts
-the comment from this artifact a minute after this run ends. To install it, add
-`.github/workflows/pr-context-publish.yml` to the default branch, as in pr-context's
-README (quick start) and docs/action.md ("Fork pull requests").
-"""
 
 
 def _workspace_prefix(repo: Path, workspace: Path) -> str:
