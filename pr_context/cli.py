@@ -21,6 +21,7 @@ from pr_context.errors import BadInputError, ConfigError, PrContextError
 from pr_context.evals import LIVE_RETRIEVERS
 from pr_context.git import open_repository
 from pr_context.index.build import COCHANGE_COMMITS, IndexOptions, IndexResult, build_index
+from pr_context.index.shards import parse_shard
 from pr_context.progress import progress_for
 from pr_context.report import DEFAULT_TOP_K, REVIEW_BUDGET_S
 from pr_context.retrieve import DEFAULT_K
@@ -73,22 +74,28 @@ def cli() -> None:
               help="Config file to use instead of .github/pr-context.yml at the revision.")
 @click.option("--cochange-commits", default=COCHANGE_COMMITS, show_default=True,
               type=click.IntRange(min=0), help="Commits of history mined for co-changes.")
+@click.option("--shard", "shard_text", metavar="K/N",
+              help="Index only shard K of N: a share of the files balanced by size and "
+                   "stable across revisions. Merge all N shard files with `merge`.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
 def index(repo: str, rev: str, db: Path, as_json: bool, no_embeddings: bool, model: str,
           include: tuple[str, ...], exclude: tuple[str, ...], config_file: Path | None,
-          cochange_commits: int, quiet: bool) -> None:
+          cochange_commits: int, shard_text: str | None, quiet: bool) -> None:
     """Index revision REV of a repository into a DuckDB file.
 
     Parses every file with tree-sitter into chunks, definitions, references and imports,
     embeds the chunks, and mines co-change history. When the file already holds another
     revision of the same repository, only the files that differ are re-parsed and only
-    text never embedded before is embedded.
+    text never embedded before is embedded. With --shard, the file holds one shard's
+    files and no co-changes; it cannot be searched until `merge` makes the shards one
+    index.
     """
     options = IndexOptions(
         include=include,
         exclude=exclude,
         config_text=_read_config(config_file),
         cochange_commits=cochange_commits,
+        shard=parse_shard(shard_text) if shard_text is not None else None,
     )
     embedder = None if no_embeddings else SentenceTransformerEmbedder(model)
     result = build_index(open_repository(repo), rev, db, options, embedder,
@@ -120,6 +127,35 @@ def _index_summary(result: IndexResult) -> str:
         f"{result.definitions} definitions, {result.references} references; "
         f"{result.embedded} chunks embedded, {result.reused} reused; digest {result.digest[:16]}"
     )
+
+
+@cli.command("merge")
+@click.option("--repo", default=".", show_default=True,
+              help="Git repository the shards were built from (for co-change history).")
+@click.option("--db", "db", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Merged index file to write; replaced only once the merge is complete.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
+@click.argument("shards", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, path_type=Path))
+def merge_command(repo: str, db: Path, as_json: bool, quiet: bool,
+                  shards: tuple[Path, ...]) -> None:
+    """Merge the shard files of `index --shard K/N` into one index.
+
+    Takes every shard of one build (same revision, settings and N, each once), copies
+    their rows and vectors, and mines co-change history over all their files: the
+    merged index equals a single build of that revision (same digest) and is searched,
+    reviewed and updated like one.
+    """
+    from pr_context.index.merge import merge_shards
+
+    result = merge_shards(open_repository(repo), shards, db, progress_for(sys.stderr, quiet))
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(result)))
+    else:
+        click.echo(f"merged {result.shards} shards of {result.revision[:12]} into {db} in "
+                   f"{result.seconds:.1f}s: {result.files} files ({result.skipped} skipped), "
+                   f"{result.chunks} chunks; digest {result.digest[:16]}")
 
 
 @cli.command("search")

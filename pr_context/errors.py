@@ -4,7 +4,9 @@ PrContextError                 base; ``exit_code`` says how the process ends
  ├── BadInputError (2)         the user's input cannot be used as given
  │    ├── NotARepositoryError  the path is not a git repository
  │    ├── UnknownRevisionError the revision does not name a commit
- │    └── ConfigError          a configuration file or option is invalid
+ │    ├── ConfigError          a configuration file or option is invalid
+ │    └── ShardError           a shard used as a whole index, or shards that do not
+ │                             make one index (pr-context merge)
  ├── GitError (1)              git failed for a reason other than bad input
  ├── GitHubApiError (1)        the GitHub API refused or kept failing
  │    └── ReadOnlyTokenError   the token may read but not write (fork pull requests)
@@ -29,6 +31,7 @@ __all__ = [
     "NotARepositoryError",
     "PrContextError",
     "ReadOnlyTokenError",
+    "ShardError",
     "UnknownRevisionError",
 ]
 
@@ -52,6 +55,10 @@ class UnknownRevisionError(BadInputError):
 
 
 class ConfigError(BadInputError):
+    pass
+
+
+class ShardError(BadInputError):
     pass
 
 

@@ -538,3 +538,55 @@ def test_missing_environment_and_bad_inputs_exit_2(workflow: Workflow) -> None:
     result = workflow.run("pull_request", pull_payload(base, head),
                           PR_CONTEXT_FAIL_ON="typos")
     assert result.exit_code == 2 and "unknown fail-on condition 'typos'" in result.output
+
+
+# -- a sharded build's merged index ---------------------------------------------------------
+
+
+def sharded_index(flow: Workflow, count: int, *, merge: bool = True) -> Path:
+    """The matrix workflow of docs/action.md: `index --shard` per shard, then `merge`
+    into the path the action restores the cache to. Returns that path."""
+    target = flow.runner_temp / "pr-context" / "index.duckdb"
+    shards = [str(flow.tmp / f"shard-{k}.duckdb") for k in range(1, count + 1)]
+    for number, shard in enumerate(shards, 1):
+        done = CliRunner().invoke(cli, ["index", "--repo", str(flow.workspace), "--quiet",
+                                        "--no-embeddings", "--db", shard,
+                                        "--shard", f"{number}/{count}"])
+        assert done.exit_code == 0, done.output
+    if not merge:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Path(shards[0]).replace(target)
+        return target
+    done = CliRunner().invoke(cli, ["merge", "--repo", str(flow.workspace), "--quiet",
+                                    "--db", str(target), *shards])
+    assert done.exit_code == 0, done.output
+    return target
+
+
+def test_a_merged_index_in_the_cache_is_used_like_any_other(workflow: Workflow) -> None:
+    base, head = open_pull(workflow, NEW_SESSION)
+    merged = sharded_index(workflow, 3)
+    before = json.loads(CliRunner().invoke(cli, [
+        "index", "--repo", str(workflow.workspace), "--no-embeddings", "--json",
+        "--db", str(workflow.tmp / "single.duckdb"), "--rev", base]).stdout)["digest"]
+
+    result = workflow.run("pull_request", pull_payload(base, head))
+
+    assert result.exit_code == 0, result.output
+    assert "rebuilding" not in result.output and "moved aside" not in result.output
+    assert "create_session" in workflow.github.comments(REPO, NUMBER)[0]["body"]
+    after = json.loads(CliRunner().invoke(cli, [
+        "index", "--repo", str(workflow.workspace), "--no-embeddings", "--json",
+        "--db", str(merged), "--rev", base]).stdout)
+    assert after["digest"] == before and after["changes"]["parsed"] == 0
+
+
+def test_a_lone_shard_in_the_cache_is_refused_with_what_to_do(workflow: Workflow) -> None:
+    base, head = open_pull(workflow, NEW_SESSION)
+    sharded_index(workflow, 2, merge=False)
+
+    result = workflow.run("pull_request", pull_payload(base, head))
+
+    assert result.exit_code == 2, result.output
+    assert "shard 1/2 of a sharded build" in result.output
+    assert "pr-context merge" in result.output

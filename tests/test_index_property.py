@@ -1,4 +1,5 @@
-"""Property: updating the index revision by revision equals a full build at every revision."""
+"""Properties: updating the index revision by revision equals a full build at every
+revision, and so do shards of it, updated the same way and merged."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pr_context.git import open_repository
+from pr_context.index.build import IndexOptions
+from pr_context.index.merge import merge_shards
+from pr_context.index.shards import ShardSpec
+from pr_context.progress import SilentProgress
 from tests.conftest import GitRepo
 from tests.fakes import FakeEmbedder
 from tests.test_index import index, table_dump
@@ -75,3 +81,35 @@ def test_incremental_update_equals_full_build(commits: list[list[tuple[str, obje
             assert updated.incremental
             assert updated.digest == fresh.digest
             assert table_dump(db) == table_dump(fresh_db)
+
+
+def merged_shards(repo: GitRepo, shards: list[Path], out: Path) -> str:
+    for number, shard in enumerate(shards, 1):
+        index(repo, shard, embedder=FakeEmbedder(),
+              options=IndexOptions(shard=ShardSpec(number, len(shards))))
+    return merge_shards(open_repository(repo.path), shards, out, SilentProgress()).digest
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(step, min_size=1, max_size=3), st.integers(1, 4))
+def test_merged_shards_equal_a_single_build_at_every_revision(
+        commits: list[list[tuple[str, object, str]]], count: int) -> None:
+    """Shards built once, then each updated revision by revision from its own file (files
+    move between shards as sizes change), merge into a single build's index every time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        repo = GitRepo(root / "repo")
+        files: dict[str, str] = {"a.py": CONTENTS[0], "docs/d.md": CONTENTS[3]}
+        for path, text in files.items():
+            repo.write(path, text)
+        repo.commit("start")
+        shards = [root / f"shard{n}.duckdb" for n in range(1, count + 1)]
+        for number, ops in enumerate([[], *commits]):
+            for op in ops:
+                apply(repo, files, op)
+            repo.commit(f"step {number}")
+            merged = merged_shards(repo, shards, root / "merged.duckdb")
+            single, _ = index(repo, root / f"single{number}.duckdb", embedder=FakeEmbedder())
+            assert merged == single.digest
+            assert table_dump(root / "merged.duckdb") == table_dump(
+                root / f"single{number}.duckdb")

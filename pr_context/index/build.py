@@ -34,6 +34,7 @@ from pr_context.git import (
 )
 from pr_context.index.parsing import ParsePool, Parsing, Rows
 from pr_context.index.schema import SCHEMA_VERSION
+from pr_context.index.shards import ShardSpec, shard_entries
 from pr_context.index.store import EarlyConnection, IndexStore, Manifest
 from pr_context.models import FileEntry, Sha
 from pr_context.parse import PARSER_VERSION
@@ -45,7 +46,7 @@ from pr_context.policy import (
 )
 from pr_context.progress import Progress
 
-__all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index"]
+__all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index", "complete_index"]
 
 COCHANGE_COMMITS = 500  # history window mined for files changed together
 PARSE_WORKERS = 2  # the runners this targets have 2 cores
@@ -61,6 +62,7 @@ class IndexOptions:
     config_text: str | None = None  # overrides the repository's own config file
     cochange_commits: int = COCHANGE_COMMITS
     parse_workers: int = PARSE_WORKERS  # processes parsing files; 1 parses in-process
+    shard: ShardSpec | None = None  # index only this shard's share of the files
 
 
 @dataclass(frozen=True)
@@ -107,23 +109,30 @@ def build_index(
         progress.warn(message)
 
     keep_texts = embedder is not None
+    shard = options.shard
     with ExitStack() as stack:
         # An existing file is opened while git answers (DuckDB mostly runs without the
         # GIL); a new one is created once the revision resolved, so a bad one leaves none.
         connecting = (stack.enter_context(EarlyConnection(db_path)) if db_path.exists()
                       else None)
         sha = resolve_revision(repo, rev)
-        # git reads the history for co-changes while the index is brought up to date.
-        history = stack.enter_context(CommitHistory(repo, sha, options.cochange_commits))
+        # git reads the history for co-changes while the index is brought up to date. Co-
+        # changes span shards: a shard leaves them to the merge.
+        history = (stack.enter_context(CommitHistory(repo, sha, options.cochange_commits))
+                   if shard is None else None)
         # A new index file will hold every file; an existing one may need only what changed.
-        entries = list_files(repo, sha) if connecting is None else None
+        # A shard's share depends on every file's size, so a shard lists them all.
+        entries = list_files(repo, sha) if connecting is None or shard else None
         policy = _policy_at(repo, sha, options)
+        if shard is not None:
+            assert entries is not None
+            entries = shard_entries(entries, policy, shard)
         wanted = _wanted_manifest(policy, options, embedder)
         blobs = stack.enter_context(BlobReader(repo))
         parsers = stack.enter_context(ParsePool(options.parse_workers))
         # Parsing every file of a new index starts before DuckDB creates the file.
         early = (Parsing(entries, blobs, policy, progress, parsers, keep_texts)
-                 if entries is not None else None)
+                 if entries is not None and connecting is None else None)
         store = stack.enter_context(IndexStore.open(db_path, wanted, warn, connecting))
         previous, changes = _changes(repo, store, sha, entries, warn)
         # A new file holds no rows: what it must parse is every listed file.
@@ -133,16 +142,7 @@ def build_index(
         parsers.stop()
         embedded, reused = _embed_missing(store, rows, embedder, progress)
         store.replace_paths(changes.removed, rows.tables())
-        store.prune_embeddings()
-        store.replace_cochange(_cochange(history, store))
-        manifest = replace(
-            wanted,
-            revision=sha,
-            build_id=uuid.uuid4().hex,
-            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            embedding_dimension=store.embedding_dimension(),
-        )
-        store.write_manifest(manifest)
+        manifest = complete_index(store, replace(wanted, revision=sha), history)
         counts = store.counts()
         return IndexResult(
             revision=sha,
@@ -165,6 +165,26 @@ def build_index(
         )
 
 
+def complete_index(store: IndexStore, manifest: Manifest,
+                   history: CommitHistory | None) -> Manifest:
+    """Recompute what spans the index's files, then name the revision it now holds.
+
+    Called once every path's rows are in, by a build and by a merge of shards alike, so
+    a merged index gets the same derived rows (``DERIVED_TABLES``) as a single build.
+    Without ``history`` (a shard) no co-changes are recorded. Returns the manifest written.
+    """
+    store.prune_embeddings()
+    store.replace_cochange(_cochange(history, store) if history is not None else {})
+    written = replace(
+        manifest,
+        build_id=uuid.uuid4().hex,
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        embedding_dimension=store.embedding_dimension(),
+    )
+    store.write_manifest(written)
+    return written
+
+
 def _wanted_manifest(policy: PathPolicy, options: IndexOptions,
                      embedder: Embedder | None) -> Manifest:
     """The settings this build's index must have been made with, to be updated."""
@@ -175,6 +195,7 @@ def _wanted_manifest(policy: PathPolicy, options: IndexOptions,
         path_policy=json.dumps(policy.describe(), sort_keys=True),
         policy_fingerprint=policy.fingerprint(),
         cochange_commits=options.cochange_commits,
+        shard=str(options.shard) if options.shard is not None else "",
     )
 
 
@@ -195,9 +216,12 @@ def _changes(repo: Repository, store: IndexStore, sha: Sha, entries: list[FileEn
     the cost follows the diff; otherwise the index's rows are compared with a listing of
     every file, and no path changes are reported. A first build that was interrupted
     left a manifest without a revision (see ``IndexStore.open``): its rows and vectors
-    are kept, and it is completed path by path.
+    are kept, and it is completed path by path. A shard is always compared with its
+    listing (``entries``): files move between shards as sizes change.
     """
     held = store.manifest.revision if store.manifest is not None else ""
+    if held and store.manifest is not None and store.manifest.shard:
+        return held, _listed_changes(repo, store, sha, entries)
     diff = _diff_from(repo, store, Sha(held), sha, warn) if held else None
     if diff is not None:
         return held, diff

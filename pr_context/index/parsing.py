@@ -35,7 +35,7 @@ from pr_context.policy import (
 from pr_context.progress import Progress
 from pr_context.roles import classify_path
 
-__all__ = ["ParsePool", "Parsing", "Rows"]
+__all__ = ["ParsePool", "Parsing", "Rows", "skip_reason_by_entry"]
 
 FREEZE_FILES = 256  # files parsed between conversions of their rows to Arrow
 PARALLEL_MIN_FILES = 48  # below this, starting workers costs more than it saves
@@ -140,7 +140,7 @@ def _read_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy,
                 rows: Rows) -> _ParseJob | None:
     """The file's parse job, or None after recording why it is skipped."""
     language = language_for_path(entry.path)
-    reason = _skip_reason_by_entry(entry, policy)
+    reason = skip_reason_by_entry(entry, policy)
     data = b""
     if reason is None:
         data = blobs.read(entry.blob_sha)
@@ -209,7 +209,8 @@ class ParsePool:
         self.stop()
 
 
-def _skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
+def skip_reason_by_entry(entry: FileEntry, policy: PathPolicy) -> str | None:
+    """Why the entry is not read, judged by its mode, path and size; None to read it."""
     if entry.mode == SYMLINK_MODE:
         return "symlink (not followed)"
     if entry.mode == SUBMODULE_MODE:

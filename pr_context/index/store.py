@@ -22,7 +22,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from pr_context.errors import IndexFileError
+from pr_context.errors import IndexFileError, ShardError
 from pr_context.index.schema import (
     ARROW_TYPES,
     MIGRATIONS,
@@ -30,8 +30,8 @@ from pr_context.index.schema import (
     embeddings_table_sql,
 )
 
-__all__ = ["DATA_TABLES", "EarlyConnection", "IndexStore", "Manifest", "TableRows",
-           "arrow_table"]
+__all__ = ["DATA_TABLES", "DERIVED_TABLES", "PATH_TABLES", "EarlyConnection", "IndexStore",
+           "Manifest", "TableRows", "arrow_table"]
 
 # Tables holding per-file rows, with the columns that order them deterministically.
 DATA_TABLES: dict[str, str] = {
@@ -41,6 +41,12 @@ DATA_TABLES: dict[str, str] = {
     "refs": "path, ordinal",
     "imports": "path, ordinal",
 }
+# Every table whose rows belong to one path: replaced path by path, and a merge of shards
+# takes their union. ``embeddings`` is content-addressed (one row per text, any path).
+PATH_TABLES = (*DATA_TABLES, "file_digests")
+# Tables computed from the whole index (and the history) once its paths are in: a shard
+# leaves them empty, and the build and the merge of shards both recompute them.
+DERIVED_TABLES = ("cochange",)
 
 # DuckDB's buffer cache otherwise grows towards 80 % of RAM; the index's queries are
 # scans and point lookups that need far less, and a CI runner shares its memory with the
@@ -70,18 +76,20 @@ class Manifest:
     build_id: str = ""
     built_at: str = ""
     embedding_dimension: int = 0  # known once the model has been loaded
+    shard: str = ""  # "K/N" for shard K of a sharded build (index.shards); "" when whole
 
     def settings(self) -> tuple[object, ...]:
         """The fields that must match for an index to be reused."""
-        return (self.schema_version, self.parser_version, self.embedding_model,
-                self.policy_fingerprint, self.cochange_commits)
+        return tuple(getattr(self, n) for n in _SETTINGS)
 
-    def describe_mismatch(self, other: Manifest) -> str:
-        names = ("schema_version", "parser_version", "embedding_model",
-                 "policy_fingerprint", "cochange_commits")
-        diffs = [f"{n} {getattr(self, n)!r} != {getattr(other, n)!r}" for n in names
-                 if getattr(self, n) != getattr(other, n)]
+    def describe_mismatch(self, other: Manifest, names: Sequence[str] = ()) -> str:
+        diffs = [f"{n} {getattr(self, n)!r} != {getattr(other, n)!r}"
+                 for n in names or _SETTINGS if getattr(self, n) != getattr(other, n)]
         return ", ".join(diffs)
+
+
+_SETTINGS = ("schema_version", "parser_version", "embedding_model", "policy_fingerprint",
+             "cochange_commits", "shard")
 
 
 class EarlyConnection:
@@ -141,6 +149,9 @@ class IndexStore:
             con.close()
             _move_aside(path, f"it cannot be read ({_first_line(exc)})", warn)
             con, manifest, tables = _connect(path, warn), None, set()
+        if manifest is not None and manifest.shard and not wanted.shard:
+            con.close()
+            raise _lone_shard(path, manifest)
         if manifest is None and _has_data_tables(tables):
             keep = _reusable_vectors(con, wanted.embedding_model)
             tables = _reset(con, tables, path, "it was written by another schema version",
@@ -171,7 +182,32 @@ class IndexStore:
             con.close()
             raise IndexFileError(f"{path} is not a complete pr-context index of this "
                                  "version: rebuild it with `pr-context index`")
+        if manifest.shard:
+            con.close()
+            raise _lone_shard(path, manifest)
         return cls(path, con, manifest)
+
+    @staticmethod
+    def read_shard_manifest(path: Path) -> Manifest:
+        """The manifest of a complete shard file (see ``index.shards``), for a merge.
+
+        :raises ShardError: the file is missing, unreadable, not a shard or incomplete.
+        """
+        if not path.is_file():
+            raise ShardError(f"no shard file at {path}")
+        try:
+            with duckdb.connect(str(path), read_only=True, config=_DUCKDB_CONFIG) as con:
+                manifest = _read_manifest(con, _table_names(con))
+        except duckdb.Error as exc:
+            raise ShardError(f"shard file {path} cannot be read ({_first_line(exc)}): "
+                             "build that shard again") from exc
+        if manifest is None or not manifest.shard:
+            raise ShardError(f"{path} is not a shard of this pr-context version: build it "
+                             "with `pr-context index --shard K/N`")
+        if not manifest.revision:
+            raise ShardError(f"shard file {path} is incomplete (its build was interrupted): "
+                             f"run `pr-context index --shard {manifest.shard}` again")
+        return manifest
 
     def __enter__(self) -> IndexStore:
         return self
@@ -252,7 +288,7 @@ class IndexStore:
         else:
             self._con.register("removed_paths", pa.table({"path": paths}))
             where = "path IN (SELECT path FROM removed_paths)"
-        for table in (*DATA_TABLES, "file_digests"):
+        for table in PATH_TABLES:
             self._con.execute(f"DELETE FROM {table} WHERE {where}", paths if listed else [])
         if not listed:
             self._con.unregister("removed_paths")
@@ -260,9 +296,50 @@ class IndexStore:
     def clear(self) -> None:
         """Remove every row but the content-addressed vectors, for a full rebuild."""
         with self._transaction():
-            for table in (*DATA_TABLES, "file_digests", "cochange", "manifest"):
+            for table in (*PATH_TABLES, *DERIVED_TABLES, "manifest"):
                 self._con.execute(f"DELETE FROM {table}")
         self.manifest = None
+
+    def add_shard(self, path: Path) -> None:
+        """Copy a shard file's per-path rows and its vectors into this index, at once.
+
+        A text embedded by two shards keeps the vector copied first. Derived tables are
+        not copied: they are recomputed over the whole index.
+        :raises ShardError: the shard cannot be read (a corrupt file, say).
+        """
+        literal = str(path).replace("'", "''")
+        try:
+            self._con.execute(f"ATTACH '{literal}' AS shard (READ_ONLY)")
+        except duckdb.Error as exc:
+            raise ShardError(f"shard file {path} cannot be read ({_first_line(exc)}): "
+                             "build that shard again") from exc
+        try:
+            with self._transaction():
+                self._copy_shard_rows(path)
+        finally:
+            self._con.execute("DETACH shard")
+
+    def _copy_shard_rows(self, path: Path) -> None:
+        try:
+            for table in PATH_TABLES:
+                self._con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM shard.{table}")
+            width = (self._con.execute("SELECT array_length(vector) FROM shard.embeddings "
+                                       "LIMIT 1").fetchall() if self._shard_has_vectors()
+                     else [])
+            if width:
+                self._con.execute(embeddings_table_sql(int(width[0][0])))
+                self._has_vectors_table = True
+                self._con.execute(
+                    "INSERT INTO embeddings BY NAME SELECT * FROM shard.embeddings WHERE "
+                    "text_hash NOT IN (SELECT text_hash FROM embeddings)")
+        except duckdb.Error as exc:
+            raise ShardError(f"shard file {path} cannot be read ({_first_line(exc)}): "
+                             "build that shard again") from exc
+
+    def _shard_has_vectors(self) -> bool:
+        return bool(self._con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'shard' "
+            "AND table_name = 'embeddings'").fetchall()[0][0])
 
     def embedding_dimension(self) -> int:
         """Width of the stored vectors, 0 when nothing is embedded."""
@@ -465,6 +542,13 @@ def _reset(con: duckdb.DuckDBPyConnection, tables: set[str], path: Path, reason:
     for table in sorted(tables - kept):
         con.execute(f'DROP TABLE "{table}"')
     return kept
+
+
+def _lone_shard(path: Path, manifest: Manifest) -> ShardError:
+    count = manifest.shard.partition("/")[2]
+    return ShardError(
+        f"{path} is shard {manifest.shard} of a sharded build, not a whole index: merge "
+        f"all {count} shards with `pr-context merge --db OUT SHARD...` and use OUT")
 
 
 def _move_aside(path: Path, reason: str, warn: Callable[[str], None]) -> Path:
