@@ -604,7 +604,8 @@ It downloads the corpora once into `evals/.cache/` (git-ignored), runs every bui
 its own `pr-context index --json` process (so start-up, imports, model loading and
 peak RSS are real), and takes about {results.total_s / 60:.0f} minutes on the machine below.
 The machine is shared and its timings are noisy from one run to the next; each ratio
-compares two measurements taken in the same run.
+compares two measurements taken in the same run. A sharded build (`index --shard`,
+`merge`) is measured by `evals/bench_shards.py`: [sharding-performance.md](sharding-performance.md).
 {quick}"""
 
 

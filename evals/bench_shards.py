@@ -69,9 +69,14 @@ class Target:
 
 @dataclass(frozen=True)
 class Proc:
-    """One pr-context process: wall seconds, peak RSS and its --json output."""
+    """One pr-context process: wall and CPU seconds, peak RSS and its --json output.
+
+    CPU seconds (user + system, of the process and of the parse workers and git
+    processes it waited for) move less with the machine's load than wall seconds do.
+    """
 
     wall_s: float
+    cpu_s: float
     peak_rss_mb: float
     result: dict[str, Any]
 
@@ -91,6 +96,10 @@ class Sharded:
     @property
     def shard_sum_s(self) -> float:
         return sum(p.wall_s for p in self.shards)
+
+    @property
+    def shard_cpu_s(self) -> float:
+        return sum(p.cpu_s for p in self.shards)
 
     @property
     def slowest_s(self) -> float:
@@ -175,7 +184,8 @@ def run_process(args: Sequence[str]) -> Proc:
         stdout, stderr = out.read().decode(), err.read().decode()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{stderr[-3000:]}")
-    return Proc(wall, usage.ru_maxrss / 1024, json.loads(stdout))
+    return Proc(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+                json.loads(stdout))
 
 
 def index_args(target: Target, rev: str, db: Path, embeddings: bool,
@@ -316,10 +326,17 @@ def summary_rows(results: Results) -> list[tuple[str, float, float, bool]]:
         for i, count in enumerate(SHARD_COUNTS):
             total = _ratio([r.sharded[i].shard_sum_s / r.single.wall_s for r in rounds])
             merge = _ratio([r.sharded[i].merge.wall_s / r.single.wall_s for r in rounds])
-            rows.append((f"{key}, N = {count}: shards together / single build", total,
-                         TARGET_SHARD_SUM, total <= TARGET_SHARD_SUM))
-            rows.append((f"{key}, N = {count}: merge / single build", merge, TARGET_MERGE,
-                         merge <= TARGET_MERGE))
+            cpu = _ratio([r.sharded[i].shard_cpu_s / r.single.cpu_s for r in rounds])
+            merge_cpu = _ratio([r.sharded[i].merge.cpu_s / r.single.cpu_s for r in rounds])
+            rows += [
+                (f"{key}, N = {count}: shards together / single build, wall", total,
+                 TARGET_SHARD_SUM, total <= TARGET_SHARD_SUM),
+                (f"{key}, N = {count}: shards together / single build, CPU", cpu,
+                 TARGET_SHARD_SUM, cpu <= TARGET_SHARD_SUM),
+                (f"{key}, N = {count}: merge / single build, wall", merge, TARGET_MERGE,
+                 merge <= TARGET_MERGE),
+                (f"{key}, N = {count}: merge / single build, CPU", merge_cpu, TARGET_MERGE,
+                 merge_cpu <= TARGET_MERGE)]
     return rows
 
 
@@ -386,6 +403,8 @@ def _conditions(results: Results) -> list[str]:
 
 def _rounds_section(results: Results) -> list[str]:
     lines = ["## Single build against N shards and their merge", "",
+             "Seconds are wall (CPU in brackets: user and system of the process and of "
+             "the workers and git processes it waited for).", "",
              "| corpus | embeddings | files | round | single s | N | shards s (each) | "
              "shards together s | / single | slowest shard / single | merge s | "
              "merge / single | peak RSS MB single / largest shard | digest equal |",
@@ -398,11 +417,15 @@ def _rounds_section(results: Results) -> list[str]:
                 rss = max(p.peak_rss_mb for p in s.shards)
                 lines.append(
                     f"| {corpus} | {'with' if mode == 'model' else 'without'} | "
-                    f"{results.files.get(corpus, 0):,} | {number} | {r.single.wall_s:.1f} | "
-                    f"{s.count} | {each} | {s.shard_sum_s:.1f} | "
-                    f"{s.shard_sum_s / r.single.wall_s:.2f}x | "
-                    f"{s.slowest_s / r.single.wall_s:.2f}x | {s.merge.wall_s:.1f} | "
-                    f"{s.merge.wall_s / r.single.wall_s:.2f}x | "
+                    f"{results.files.get(corpus, 0):,} | {number} | "
+                    f"{r.single.wall_s:.1f} ({r.single.cpu_s:.1f}) | {s.count} | {each} | "
+                    f"{s.shard_sum_s:.1f} ({s.shard_cpu_s:.1f}) | "
+                    f"{s.shard_sum_s / r.single.wall_s:.2f}x "
+                    f"({s.shard_cpu_s / r.single.cpu_s:.2f}x) | "
+                    f"{s.slowest_s / r.single.wall_s:.2f}x | "
+                    f"{s.merge.wall_s:.1f} ({s.merge.cpu_s:.1f}) | "
+                    f"{s.merge.wall_s / r.single.wall_s:.2f}x "
+                    f"({s.merge.cpu_s / r.single.cpu_s:.2f}x) | "
                     f"{r.single.peak_rss_mb:,.0f} / {rss:,.0f} | "
                     f"{'yes' if s.merge.digest == r.single.digest else 'NO'} |")
     return [*lines, ""]
@@ -426,8 +449,9 @@ def _update_section(results: Results) -> list[str]:
         parsed = sum(int(p.result["changes"]["parsed"]) for p in u.shards)
         equal = u.merge.digest == u.full_digest == u.single.digest
         gap = "2 releases" if results.quick else str(UPDATE_COMMITS)
+        cpu = sum(p.cpu_s for p in u.shards) / u.single.cpu_s
         lines.append(f"| {corpus} | {gap} | {u.count} | {u.single.wall_s:.1f} | {each} | "
-                     f"{together / u.single.wall_s:.2f}x | {parsed} "
+                     f"{together / u.single.wall_s:.2f}x (CPU {cpu:.2f}x) | {parsed} "
                      f"(single: {u.single.result['changes']['parsed']}) | {u.moved} | "
                      f"{u.merge.wall_s:.1f} | {'yes' if equal else 'NO'} |")
     return [*lines, ""]
@@ -453,10 +477,11 @@ def _moves_section(results: Results) -> list[str]:
 
 
 def _log_round(target: Target, embeddings: bool, r: Round) -> None:
-    parts = [f"single {r.single.wall_s:.1f}s"]
+    parts = [f"single {r.single.wall_s:.1f}s (CPU {r.single.cpu_s:.1f}s)"]
     for s in r.sharded:
         parts.append(f"N={s.count}: shards {s.shard_sum_s:.1f}s "
-                     f"({s.shard_sum_s / r.single.wall_s:.2f}x), merge {s.merge.wall_s:.1f}s "
+                     f"({s.shard_sum_s / r.single.wall_s:.2f}x, CPU "
+                     f"{s.shard_cpu_s / r.single.cpu_s:.2f}x), merge {s.merge.wall_s:.1f}s "
                      f"({s.merge.wall_s / r.single.wall_s:.2f}x), digest "
                      f"{'equal' if s.merge.digest == r.single.digest else 'DIFFERS'}")
     _log(f"{target.name} {'with' if embeddings else 'without'} embeddings: "

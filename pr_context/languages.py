@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -75,13 +74,17 @@ _TEXT_NAMES = frozenset(
 
 def language_for_path(path: str) -> Language | None:
     """The language of ``path`` by its name, or None for a file type we do not index."""
-    pure = PurePosixPath(path)
-    suffix = pure.suffix.lower()
-    if suffix in _BY_SUFFIX:
-        return _BY_SUFFIX[suffix]
-    if suffix in _TEXT_SUFFIXES or pure.name in _TEXT_NAMES:
+    # PurePosixPath's name and suffix, without building one: this runs for every file
+    # listed, and a sharded build lists every file once per shard.
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    suffix = name[dot:] if 0 < dot < len(name) - 1 else ""
+    lowered = suffix.lower()
+    if lowered in _BY_SUFFIX:
+        return _BY_SUFFIX[lowered]
+    if lowered in _TEXT_SUFFIXES or name in _TEXT_NAMES:
         return "text"
-    if pure.suffix == "" and pure.name.upper() in {"README", "CHANGES", "HISTORY", "AUTHORS"}:
+    if suffix == "" and name.upper() in {"README", "CHANGES", "HISTORY", "AUTHORS"}:
         return "markdown"
     return None
 

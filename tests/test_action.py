@@ -543,32 +543,42 @@ def test_missing_environment_and_bad_inputs_exit_2(workflow: Workflow) -> None:
 # -- a sharded build's merged index ---------------------------------------------------------
 
 
-def sharded_index(flow: Workflow, count: int, *, merge: bool = True) -> Path:
+def sharded_index(flow: Workflow, count: int, target: Path, *, merge: bool = True) -> None:
     """The matrix workflow of docs/action.md: `index --shard` per shard, then `merge`
-    into the path the action restores the cache to. Returns that path."""
-    target = flow.runner_temp / "pr-context" / "index.duckdb"
+    into ``target`` (a lone shard instead, without ``merge``)."""
     shards = [str(flow.tmp / f"shard-{k}.duckdb") for k in range(1, count + 1)]
     for number, shard in enumerate(shards, 1):
         done = CliRunner().invoke(cli, ["index", "--repo", str(flow.workspace), "--quiet",
                                         "--no-embeddings", "--db", shard,
                                         "--shard", f"{number}/{count}"])
         assert done.exit_code == 0, done.output
+    target.parent.mkdir(parents=True, exist_ok=True)
     if not merge:
-        target.parent.mkdir(parents=True, exist_ok=True)
         Path(shards[0]).replace(target)
-        return target
+        return
     done = CliRunner().invoke(cli, ["merge", "--repo", str(flow.workspace), "--quiet",
                                     "--db", str(target), *shards])
     assert done.exit_code == 0, done.output
-    return target
 
 
 def test_a_merged_index_in_the_cache_is_used_like_any_other(workflow: Workflow) -> None:
-    base, head = open_pull(workflow, NEW_SESSION)
-    merged = sharded_index(workflow, 3)
-    before = json.loads(CliRunner().invoke(cli, [
+    sha = workflow.repo.git("rev-parse", "HEAD").strip()
+    push = {"ref": "refs/heads/main", "after": sha,
+            "repository": {"full_name": REPO, "default_branch": "main"}}
+    # The merge job: the action's plan for the push (no token needed), then the merge.
+    assert workflow.run("push", push, "--prepare", GITHUB_TOKEN="").exit_code == 0
+    saved = workflow.outputs()
+    assert saved["save-cache"] == "true"
+    sharded_index(workflow, 3, Path(saved["index-path"]))
+    single = json.loads(CliRunner().invoke(cli, [
         "index", "--repo", str(workflow.workspace), "--no-embeddings", "--json",
-        "--db", str(workflow.tmp / "single.duckdb"), "--rev", base]).stdout)["digest"]
+        "--db", str(workflow.tmp / "single.duckdb")]).stdout)["digest"]
+    base, head = open_pull(workflow, NEW_SESSION)
+    assert base == sha
+    assert workflow.run("pull_request", pull_payload(base, head), "--prepare").exit_code == 0
+    restored = workflow.outputs()
+    assert (restored["cache-key"], restored["index-path"]) == (saved["cache-key"],
+                                                                saved["index-path"])
 
     result = workflow.run("pull_request", pull_payload(base, head))
 
@@ -577,13 +587,14 @@ def test_a_merged_index_in_the_cache_is_used_like_any_other(workflow: Workflow) 
     assert "create_session" in workflow.github.comments(REPO, NUMBER)[0]["body"]
     after = json.loads(CliRunner().invoke(cli, [
         "index", "--repo", str(workflow.workspace), "--no-embeddings", "--json",
-        "--db", str(merged), "--rev", base]).stdout)
-    assert after["digest"] == before and after["changes"]["parsed"] == 0
+        "--db", saved["index-path"], "--rev", base]).stdout)
+    assert after["digest"] == single and after["changes"]["parsed"] == 0
 
 
 def test_a_lone_shard_in_the_cache_is_refused_with_what_to_do(workflow: Workflow) -> None:
     base, head = open_pull(workflow, NEW_SESSION)
-    sharded_index(workflow, 2, merge=False)
+    sharded_index(workflow, 2, workflow.runner_temp / "pr-context" / "index.duckdb",
+                  merge=False)
 
     result = workflow.run("pull_request", pull_payload(base, head))
 

@@ -43,18 +43,23 @@ def test_there_are_workflows_to_lint() -> None:
             ".github/workflows/pr-context-publish.yml"} <= set(WORKFLOWS)
 
 
-def readme_workflows() -> dict[str, str]:
-    """The README's complete workflows (YAML blocks with `on:` and `jobs:`), by file name."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+def documented_workflows(doc: str, names: list[str]) -> dict[str, str]:
+    """A document's complete workflows (YAML blocks with `on:` and `jobs:`), by file name."""
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
     found = [b for b in blocks if re.search(r"^on:", b, re.M) and re.search(r"^jobs:", b, re.M)]
-    names = ["pr-context.yml", "pr-context-publish.yml"]
-    assert len(found) == len(names), "the quick start's two workflows"
+    assert len(found) == len(names), f"{doc}: {len(names)} workflows expected"
     return dict(zip(names, found, strict=True))
 
 
-def test_the_readme_workflows_pass_both_linters_as_pasted(tmp_path: Path) -> None:
-    """Copied as they stand, the quick start's workflows are clean: nothing to fix."""
+def readme_workflows() -> dict[str, str]:
+    """The README quick start's two workflows, and docs/action.md's sharded build."""
+    return {**documented_workflows("README.md", ["pr-context.yml", "pr-context-publish.yml"]),
+            **documented_workflows("docs/action.md", ["pr-context-index.yml"])}
+
+
+def test_the_documented_workflows_pass_both_linters_as_pasted(tmp_path: Path) -> None:
+    """Copied as they stand, the documented workflows are clean: nothing to fix."""
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
     for name, text in readme_workflows().items():

@@ -83,9 +83,7 @@ def _merge_into(repo: Repository, shard_paths: Sequence[Path], target: Path,
         history = stack.enter_context(CommitHistory(repo, sha, settings.cochange_commits))
         store = stack.enter_context(IndexStore.open(target, settings, progress.warn))
         progress.start("merging shards", len(shard_paths))
-        for path in shard_paths:
-            store.add_shard(path)
-            progress.advance()
+        store.add_shards(shard_paths, progress.advance)
         progress.finish()
         _check_files(store, repo, sha)
         manifest = complete_index(store, settings, history)

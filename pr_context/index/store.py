@@ -300,41 +300,38 @@ class IndexStore:
                 self._con.execute(f"DELETE FROM {table}")
         self.manifest = None
 
-    def add_shard(self, path: Path) -> None:
-        """Copy a shard file's per-path rows and its vectors into this index, at once.
+    def add_shards(self, paths: Sequence[Path], copied: Callable[[], object]) -> None:
+        """Copy shard files' per-path rows and vectors into this index, in one transaction
+        (one commit: a commit per shard costs more than the copying). ``copied`` is
+        called after each shard.
 
         A text embedded by two shards keeps the vector copied first. Derived tables are
         not copied: they are recomputed over the whole index.
-        :raises ShardError: the shard cannot be read (a corrupt file, say).
+        :raises ShardError: a shard cannot be read (a corrupt file, say).
         """
-        literal = str(path).replace("'", "''")
-        try:
-            self._con.execute(f"ATTACH '{literal}' AS shard (READ_ONLY)")
-        except duckdb.Error as exc:
-            raise ShardError(f"shard file {path} cannot be read ({_first_line(exc)}): "
-                             "build that shard again") from exc
-        try:
-            with self._transaction():
-                self._copy_shard_rows(path)
-        finally:
-            self._con.execute("DETACH shard")
+        with self._transaction():
+            for path in paths:
+                literal = str(path).replace("'", "''")
+                try:
+                    self._con.execute(f"ATTACH '{literal}' AS shard (READ_ONLY)")
+                    self._copy_shard_rows()
+                    self._con.execute("DETACH shard")
+                except duckdb.Error as exc:
+                    raise ShardError(f"shard file {path} cannot be read "
+                                     f"({_first_line(exc)}): build that shard again") from exc
+                copied()
 
-    def _copy_shard_rows(self, path: Path) -> None:
-        try:
-            for table in PATH_TABLES:
-                self._con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM shard.{table}")
-            width = (self._con.execute("SELECT array_length(vector) FROM shard.embeddings "
-                                       "LIMIT 1").fetchall() if self._shard_has_vectors()
-                     else [])
-            if width:
-                self._con.execute(embeddings_table_sql(int(width[0][0])))
-                self._has_vectors_table = True
-                self._con.execute(
-                    "INSERT INTO embeddings BY NAME SELECT * FROM shard.embeddings WHERE "
-                    "text_hash NOT IN (SELECT text_hash FROM embeddings)")
-        except duckdb.Error as exc:
-            raise ShardError(f"shard file {path} cannot be read ({_first_line(exc)}): "
-                             "build that shard again") from exc
+    def _copy_shard_rows(self) -> None:
+        for table in PATH_TABLES:
+            self._con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM shard.{table}")
+        width = (self._con.execute("SELECT array_length(vector) FROM shard.embeddings "
+                                   "LIMIT 1").fetchall() if self._shard_has_vectors() else [])
+        if width:
+            self._con.execute(embeddings_table_sql(int(width[0][0])))
+            self._has_vectors_table = True
+            self._con.execute(
+                "INSERT INTO embeddings BY NAME SELECT * FROM shard.embeddings WHERE "
+                "text_hash NOT IN (SELECT text_hash FROM embeddings)")
 
     def _shard_has_vectors(self) -> bool:
         return bool(self._con.execute(
