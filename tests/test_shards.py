@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -36,10 +38,8 @@ def build_shards(repo: GitRepo, folder: Path, count: int, *, rev: str = "HEAD",
     paths = []
     for number in range(1, count + 1):
         path = folder / f"shard-{number}-of-{count}.duckdb"
-        shard_options = options or IndexOptions()
         index(repo, path, rev, embedder=embedder,
-              options=IndexOptions(**{**shard_options.__dict__,
-                                      "shard": ShardSpec(number, count)}))
+              options=replace(options or IndexOptions(), shard=ShardSpec(number, count)))
         paths.append(path)
     return paths
 
@@ -104,7 +104,7 @@ def test_files_the_policy_skips_weigh_only_their_listing() -> None:
 # -- shard + merge == a single build -------------------------------------------------------
 
 
-@pytest.mark.parametrize("count", [1, 2, 3, 8])
+@pytest.mark.parametrize("count", [1, 3, 8])
 def test_merged_shards_equal_a_single_build(make_repo: Callable[..., GitRepo], tmp_path: Path,
                                             count: int) -> None:
     repo = make_repo(STARTER)
@@ -141,16 +141,15 @@ def test_every_table_is_merged_or_recomputed(make_repo: Callable[..., GitRepo],
     assert tables == {*PATH_TABLES, *DERIVED_TABLES, "embeddings", *bookkeeping}
 
 
-def test_a_text_in_two_shards_has_one_vector(make_repo: Callable[..., GitRepo],
-                                             tmp_path: Path) -> None:
-    repo = make_repo(STARTER)
-    shards = build_shards(repo, tmp_path, 2, embedder=FakeEmbedder())
+def test_a_text_in_two_shards_has_one_vector(built: Built, tmp_path: Path) -> None:
+    shards = built.copies(built.embedded, tmp_path)
     # As when two shards embed the same text: shard 2 gets a copy of one of shard 1's.
     with duckdb.connect(str(shards[1])) as con:
         con.execute(f"ATTACH '{shards[0]}' AS one (READ_ONLY)")
         con.execute("INSERT INTO embeddings SELECT * FROM one.embeddings LIMIT 1")
-    merged = merge(repo, shards, tmp_path / "merged.duckdb")
-    single, _ = index(repo, tmp_path / "single.duckdb", embedder=FakeEmbedder())
+    merged = merge(built.repo, shards, tmp_path / "merged.duckdb")
+    single, _ = index(built.repo, tmp_path / "single.duckdb", rev="HEAD~1",
+                      embedder=FakeEmbedder())
     assert merged.digest == single.digest and merged.embedded == merged.chunks
 
 
@@ -239,33 +238,57 @@ def test_a_shard_file_of_another_shard_is_rebuilt_keeping_its_vectors(
 # -- a lone shard is not an index ----------------------------------------------------------
 
 
-@pytest.fixture
-def lone_shard(make_repo: Callable[..., GitRepo], tmp_path: Path) -> tuple[GitRepo, Path]:
-    repo = make_repo(STARTER)
-    return repo, build_shards(repo, tmp_path, 2)[0]
+@dataclass(frozen=True)
+class Built:
+    """Shards of STARTER built once for the module: tests copy what they change."""
+
+    repo: GitRepo
+    two: list[Path]  # 2-way, no embeddings, at the first commit
+    three: list[Path]  # 3-way
+    embedded: list[Path]  # 2-way with the fake embedder
+    later: list[Path]  # 2-way at the second commit
+
+    def copies(self, shards: Sequence[Path], folder: Path) -> list[Path]:
+        folder.mkdir(parents=True, exist_ok=True)
+        return [Path(shutil.copy(s, folder / s.name)) for s in shards]
 
 
-def test_a_lone_shard_is_not_searched_reviewed_or_indexed_whole(
-        lone_shard: tuple[GitRepo, Path], tmp_path: Path) -> None:
-    repo, shard = lone_shard
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    root = tmp_path_factory.mktemp("shards")
+    repo = GitRepo(root / "repo")
+    for path, text in STARTER.items():
+        repo.write(path, text)
+    first = repo.commit("start")
+    repo.write("pkg/util.py", UTIL_V2)
+    repo.commit("v2")
+    return Built(repo, build_shards(repo, root / "two", 2, rev=first),
+                 build_shards(repo, root / "three", 3, rev=first),
+                 build_shards(repo, root / "embedded", 2, rev=first, embedder=FakeEmbedder()),
+                 build_shards(repo, root / "later", 2))
+
+
+def test_a_lone_shard_is_not_searched_reviewed_or_indexed_whole(built: Built,
+                                                                tmp_path: Path) -> None:
+    shard = built.copies(built.later[:1], tmp_path)[0]
     before = table_dump(shard)
     with pytest.raises(ShardError, match=r"shard 1/2 .*pr-context merge"):
-        index(repo, shard)
+        index(built.repo, shard)
     with pytest.raises(ShardError, match="shard 1/2"):
         IndexStore.open_existing(shard)
     searcher = Searcher(None, SilentProgress())
     with pytest.raises(ShardError, match="shard 1/2"):
-        searcher.corpus(open_repository(repo.path), "HEAD", shard)
+        searcher.corpus(open_repository(built.repo.path), "HEAD", shard)
     assert table_dump(shard) == before
 
 
 @pytest.mark.parametrize("command", ["search", "review"])
-def test_the_cli_refuses_a_lone_shard_with_exit_2(lone_shard: tuple[GitRepo, Path],
-                                                  tmp_path: Path, command: str) -> None:
-    repo, shard = lone_shard
-    args = {"search": ["search", "--repo", str(repo.path), "--db", str(shard),
-                       "--no-embeddings", "connect"],
-            "review": ["review", "--repo", str(repo.path), "--base", "HEAD", "--head", "HEAD",
+def test_the_cli_refuses_a_lone_shard_with_exit_2(built: Built, tmp_path: Path,
+                                                  command: str) -> None:
+    shard, repo = built.copies(built.later[:1], tmp_path)[0], str(built.repo.path)
+    args = {"search": ["search", "--repo", repo, "--db", str(shard), "--no-embeddings",
+                       "connect"],
+            "review": ["review", "--repo", repo, "--base", "HEAD~1", "--head", "HEAD",
                        "--db", str(shard), "--no-embeddings", "--out", str(tmp_path / "o")]}
     result = CliRunner().invoke(cli, args[command])
     assert result.exit_code == 2, result.output
@@ -276,15 +299,9 @@ def test_the_cli_refuses_a_lone_shard_with_exit_2(lone_shard: tuple[GitRepo, Pat
 # -- refusals of a merge -------------------------------------------------------------------
 
 
-def test_shards_of_different_revisions_are_refused(make_repo: Callable[..., GitRepo],
-                                                   tmp_path: Path) -> None:
-    repo = make_repo(STARTER)
-    old = build_shards(repo, tmp_path / "old", 2)
-    repo.write("pkg/util.py", UTIL_V2)
-    repo.commit("v2")
-    new = build_shards(repo, tmp_path / "new", 2)
+def test_shards_of_different_revisions_are_refused(built: Built, tmp_path: Path) -> None:
     with pytest.raises(ShardError, match="different revisions"):
-        merge(repo, [old[0], new[1]], tmp_path / "out.duckdb")
+        merge(built.repo, [built.two[0], built.later[1]], tmp_path / "out.duckdb")
     assert not (tmp_path / "out.duckdb").exists()
 
 
@@ -294,33 +311,31 @@ def test_shards_of_different_revisions_are_refused(make_repo: Callable[..., GitR
     pytest.param({"options": IndexOptions(cochange_commits=7)}, id="cochange-commits"),
 ])
 def test_shards_built_with_different_settings_are_refused(
-        make_repo: Callable[..., GitRepo], tmp_path: Path, other: dict[str, object]) -> None:
-    repo = make_repo(STARTER)
-    plain = build_shards(repo, tmp_path / "plain", 2)
-    odd = build_shards(repo, tmp_path / "odd", 2, **other)  # type: ignore[arg-type]
+        built: Built, tmp_path: Path, other: dict[str, Any]) -> None:
+    odd = tmp_path / "odd.duckdb"
+    options = other.get("options", IndexOptions())
+    index(built.repo, odd, embedder=other.get("embedder"),
+          options=replace(options, shard=ShardSpec(2, 2)))
     with pytest.raises(ShardError, match="different settings"):
-        merge(repo, [plain[0], odd[1]], tmp_path / "out.duckdb")
+        merge(built.repo, [built.later[0], odd], tmp_path / "out.duckdb")
 
 
-def test_shards_of_different_counts_missing_and_twice_are_refused(
-        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
-    repo = make_repo(STARTER)
-    two, three = build_shards(repo, tmp_path / "2", 2), build_shards(repo, tmp_path / "3", 3)
-    out = tmp_path / "out.duckdb"
+def test_shards_of_different_counts_missing_and_twice_are_refused(built: Built,
+                                                                  tmp_path: Path) -> None:
+    two, three, out = built.two, built.three, tmp_path / "out.duckdb"
     with pytest.raises(ShardError, match="split 2 and 3 ways"):
-        merge(repo, [two[0], *three[1:]], out)
+        merge(built.repo, [two[0], *three[1:]], out)
     with pytest.raises(ShardError, match="missing shard 2/3"):
-        merge(repo, [three[0], three[2]], out)
+        merge(built.repo, [three[0], three[2]], out)
     with pytest.raises(ShardError, match=r"shard 1/2 is given twice"):
-        merge(repo, [two[0], two[1], two[0]], out)
-    copy = tmp_path / "copy.duckdb"
-    shutil.copy(two[1], copy)
-    with pytest.raises(ShardError, match=r"shard 2/2 is given twice: .*copy\.duckdb"):
-        merge(repo, [*two, copy], out)
+        merge(built.repo, [two[0], two[1], two[0]], out)
+    copy = built.copies(two[1:], tmp_path / "copy")[0]
+    with pytest.raises(ShardError, match=r"shard 2/2 is given twice: .*copy"):
+        merge(built.repo, [*two, copy], out)
     with pytest.raises(ShardError, match="one of the shards"):
-        merge(repo, two, two[0])
+        merge(built.repo, two, two[0])
     with pytest.raises(ShardError, match="no shard files"):
-        merge(repo, [], out)
+        merge(built.repo, [], out)
     assert not out.exists()
 
 
@@ -337,53 +352,49 @@ def corrupt(path: Path) -> None:
     pytest.param(corrupt, id="damaged-blocks"),
     pytest.param(lambda p: p.unlink(), id="missing-file"),
 ])
-def test_a_corrupt_shard_file_is_named(make_repo: Callable[..., GitRepo], tmp_path: Path,
+def test_a_corrupt_shard_file_is_named(built: Built, tmp_path: Path,
                                        damage: Callable[[Path], None]) -> None:
-    repo = make_repo(STARTER)
-    shards = build_shards(repo, tmp_path, 2, embedder=FakeEmbedder())
+    shards = built.copies(built.embedded, tmp_path / "shards")
     damage(shards[1])
     with pytest.raises(ShardError, match=str(shards[1].name)):
-        merge(repo, shards, tmp_path / "out.duckdb")
+        merge(built.repo, shards, tmp_path / "out.duckdb")
     assert sorted(p.name for p in tmp_path.glob("out.duckdb*")) == []
 
 
-def test_a_whole_index_and_an_interrupted_shard_are_not_shards(
-        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
-    repo = make_repo(STARTER)
-    shards = build_shards(repo, tmp_path, 2)
+def test_a_whole_index_and_an_interrupted_shard_are_not_shards(built: Built,
+                                                              tmp_path: Path) -> None:
+    shards = built.copies(built.later, tmp_path / "shards")
     whole = tmp_path / "whole.duckdb"
-    index(repo, whole)
+    index(built.repo, whole)
     with pytest.raises(ShardError, match=r"whole\.duckdb is not a shard"):
-        merge(repo, [shards[0], whole], tmp_path / "out.duckdb")
+        merge(built.repo, [shards[0], whole], tmp_path / "out.duckdb")
     with duckdb.connect(str(shards[1])) as con:  # as a build killed before its manifest
         con.execute("UPDATE manifest SET value = '' WHERE key = 'revision'")
     with pytest.raises(ShardError, match=r"incomplete .* --shard 2/2"):
-        merge(repo, shards, tmp_path / "out.duckdb")
+        merge(built.repo, shards, tmp_path / "out.duckdb")
 
 
-def test_shards_of_another_repository_are_refused(make_repo: Callable[..., GitRepo],
+def test_shards_of_another_repository_are_refused(built: Built, make_repo: Callable[..., GitRepo],
                                                   tmp_path: Path) -> None:
-    repo, other = make_repo(STARTER), make_repo({"x.py": "X = 1\n"})
-    shards = build_shards(repo, tmp_path, 2)
+    other = make_repo({"x.py": "X = 1\n"})
     with pytest.raises(ShardError, match="lacks"):
-        merge(other, shards, tmp_path / "out.duckdb")
+        merge(other, built.later, tmp_path / "out.duckdb")
 
 
-def test_shards_whose_files_are_not_the_revisions_are_refused(
-        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+def test_shards_whose_files_are_not_the_revisions_are_refused(built: Built,
+                                                              tmp_path: Path) -> None:
     """Shards split by another assignment (another version): overlaps or gaps show."""
-    repo = make_repo(STARTER)
-    shards = build_shards(repo, tmp_path, 2)
+    shards = built.copies(built.later, tmp_path / "gap")
     with duckdb.connect(str(shards[0])) as con:
         con.execute("DELETE FROM files WHERE path = (SELECT min(path) FROM files)")
     with pytest.raises(ShardError, match="1 missing"):
-        merge(repo, shards, tmp_path / "out.duckdb")
-    shards = build_shards(repo, tmp_path / "again", 2)
+        merge(built.repo, shards, tmp_path / "out.duckdb")
+    shards = built.copies(built.later, tmp_path / "overlap")
     with duckdb.connect(str(shards[0])) as con, duckdb.connect(str(shards[1])) as other:
         row = other.execute("SELECT * FROM files LIMIT 1").fetchall()[0]
         con.execute(f"INSERT INTO files VALUES ({', '.join('?' * len(row))})", row)
     with pytest.raises(ShardError, match="overlap"):
-        merge(repo, shards, tmp_path / "out.duckdb")
+        merge(built.repo, shards, tmp_path / "out.duckdb")
 
 
 def test_the_cli_merges_and_prints_the_digest(make_repo: Callable[..., GitRepo],

@@ -98,8 +98,11 @@ def build_index(
 ) -> IndexResult:
     """Make ``db_path`` reflect exactly revision ``rev`` of ``repo``.
 
+    With ``options.shard``, only that shard's files (``index.shards``), and no co-changes.
+
     :raises UnknownRevisionError: ``rev`` names no commit.
     :raises ConfigError: the repository's config file is invalid.
+    :raises ShardError: ``db_path`` holds a shard and this build is not of a shard.
     """
     started = time.perf_counter()
     warnings: list[str] = []
@@ -109,7 +112,6 @@ def build_index(
         progress.warn(message)
 
     keep_texts = embedder is not None
-    shard = options.shard
     with ExitStack() as stack:
         # An existing file is opened while git answers (DuckDB mostly runs without the
         # GIL); a new one is created once the revision resolved, so a bad one leaves none.
@@ -119,14 +121,8 @@ def build_index(
         # git reads the history for co-changes while the index is brought up to date. Co-
         # changes span shards: a shard leaves them to the merge.
         history = (stack.enter_context(CommitHistory(repo, sha, options.cochange_commits))
-                   if shard is None else None)
-        # A new index file will hold every file; an existing one may need only what changed.
-        # A shard's share depends on every file's size, so a shard lists them all.
-        entries = list_files(repo, sha) if connecting is None or shard else None
-        policy = _policy_at(repo, sha, options)
-        if shard is not None:
-            assert entries is not None
-            entries = shard_entries(entries, policy, shard)
+                   if options.shard is None else None)
+        entries, policy = _listing(repo, sha, options, connecting is None)
         wanted = _wanted_manifest(policy, options, embedder)
         blobs = stack.enter_context(BlobReader(repo))
         parsers = stack.enter_context(ParsePool(options.parse_workers))
@@ -197,6 +193,21 @@ def _wanted_manifest(policy: PathPolicy, options: IndexOptions,
         cochange_commits=options.cochange_commits,
         shard=str(options.shard) if options.shard is not None else "",
     )
+
+
+def _listing(repo: Repository, sha: Sha, options: IndexOptions,
+             new_file: bool) -> tuple[list[FileEntry] | None, PathPolicy]:
+    """The files to index, when they must be listed, and the path policy.
+
+    A new index file will hold every file; an existing one may need only what changed
+    (None: not listed). A shard's share depends on every file's size, so a shard lists
+    them all and keeps its share.
+    """
+    entries = list_files(repo, sha) if new_file or options.shard else None
+    policy = _policy_at(repo, sha, options)
+    if options.shard is not None and entries is not None:
+        entries = shard_entries(entries, policy, options.shard)
+    return entries, policy
 
 
 def _policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
