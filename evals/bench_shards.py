@@ -16,9 +16,9 @@ each from its own file to the newer commit and merges them, against the single i
 updated the same way.
 
 Corpora nobody here wrote: django's sdist (as ``evals/bench_index.py`` prepares it) and
-sphinx-doc/sphinx cloned with its history (``--sphinx-source``), both in git-ignored
-``evals/.cache/``. Writes the report (``--out``) and the raw figures to
-``evals/out/bench_shards.json``.
+sphinx-doc/sphinx cloned with its history (``--sphinx-source``; the clone and revision
+of ``evals/bench_action.py``), both in git-ignored ``evals/.cache/``. Writes the report
+(``--out``) and the raw figures to ``evals/out/bench_shards.json``.
 """
 
 from __future__ import annotations
@@ -37,11 +37,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_action import DEFAULT_SOURCE as SPHINX_SOURCE
+from bench_action import HEAD as SPHINX_REV  # the benchmark's sphinx pull request head
+from bench_action import clone as sphinx_repo
 from bench_index import FULL_PLAN, QUICK_PLAN, Corpus, machine_facts, prepare_corpus
 
 EVALS_DIR = Path(__file__).resolve().parent
 ROOT = EVALS_DIR.parent
-CACHE_DIR = EVALS_DIR / ".cache" / "bench-shards"
 OUT_JSON = EVALS_DIR / "out" / "bench_shards.json"
 DEFAULT_REPORT = ROOT / "docs" / "sharding-performance.md"
 QUICK_REPORT = EVALS_DIR / "out" / "sharding-performance-quick.md"
@@ -50,8 +52,6 @@ QUICK_REPORT = EVALS_DIR / "out" / "sharding-performance-quick.md"
 TARGET_SHARD_SUM = 1.15  # the N shard builds together / one single build
 TARGET_MERGE = 0.10  # the merge / one single build
 SHARD_COUNTS = (2, 4)
-SPHINX_SOURCE = "https://github.com/sphinx-doc/sphinx.git"
-SPHINX_REV = "465b758a35f6cb5be066997ef970ad69fe879cf8"  # evals/bench_action.py's head
 UPDATE_COMMITS = 20  # first-parent commits between the older and the newer revision
 MOVE_GAPS = (1, 10, 100)  # first-parent commits apart, for the files-moved figure
 ROUNDS_WITHOUT_EMBEDDINGS = 3
@@ -138,16 +138,6 @@ class Results:
 
 
 # -- corpora ------------------------------------------------------------------------------
-
-
-def sphinx_repo(source: str) -> Path:
-    """A bare clone of sphinx with its history, made once."""
-    target = CACHE_DIR / "sphinx.git"
-    if not target.is_dir():
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        _check(["git", "clone", "--bare", "--quiet", "--no-tags", source, str(target)])
-    _check(["git", "-C", str(target), "cat-file", "-e", f"{SPHINX_REV}^{{commit}}"])
-    return target
 
 
 def targets(quick: bool, sphinx_source: str) -> list[Target]:

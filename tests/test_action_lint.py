@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
@@ -91,3 +92,25 @@ def test_lint(command: list[str]) -> None:
                           text=True, timeout=LINT_TIMEOUT_S, check=False)
     assert done.returncode == 0, (
         f"{' '.join(command)} exited {done.returncode}\n{done.stdout}\n{done.stderr}")
+
+
+def test_the_sharded_workflow_saves_what_the_action_restores() -> None:
+    """docs/action.md's matrix: shard caches never match the action's restore prefix
+    (a pull request would restore a lone shard), and the merged index is saved at the
+    path and under the key `action --prepare` gives."""
+    workflow = yaml.safe_load(documented_workflows("docs/action.md",
+                                                   ["pr-context-index.yml"])["pr-context-index.yml"])
+    shard_steps, merge_steps = (workflow["jobs"][j]["steps"] for j in ("shard", "merge"))
+    shard_cache = next(s["with"] for s in shard_steps
+                       if s.get("uses", "").startswith("actions/cache@"))
+    action_prefix = "pr-context-${{ runner.os }}-"
+    for key in (shard_cache["key"], shard_cache["restore-keys"]):
+        assert key.startswith("pr-context-shard-") and not key.startswith(action_prefix)
+    plan = next(s for s in merge_steps if s.get("id") == "plan")
+    assert plan["run"] == "pr-context action --prepare"
+    save = next(s for s in merge_steps if s.get("uses", "").startswith("actions/cache/save@"))
+    assert save["with"] == {"path": "${{ steps.plan.outputs.index-path }}",
+                            "key": "${{ steps.plan.outputs.cache-key }}"}
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    restore = next(s for s in action["runs"]["steps"] if s.get("id") == "index-cache")
+    assert restore["with"]["path"] == "${{ steps.prepare.outputs.index-path }}"

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from pr_context.errors import BadInputError
 from pr_context.index.parsing import skip_reason_by_entry
+from pr_context.languages import language_for_path
 from pr_context.models import FileEntry
 from pr_context.policy import PathPolicy
 
@@ -89,5 +90,7 @@ def _point(path: str) -> bytes:
 
 
 def _cost(entry: FileEntry, policy: PathPolicy) -> int:
-    parsed = skip_reason_by_entry(entry, policy) is None
+    # The cheap test first: every shard weighs every listed file.
+    parsed = (language_for_path(entry.path) is not None
+              and skip_reason_by_entry(entry, policy) is None)
     return FILE_COST_BYTES + (max(entry.size, 0) if parsed else 0)
