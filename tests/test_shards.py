@@ -372,6 +372,10 @@ def test_a_whole_index_and_an_interrupted_shard_are_not_shards(built: Built,
         con.execute("UPDATE manifest SET value = '' WHERE key = 'revision'")
     with pytest.raises(ShardError, match=r"incomplete .* --shard 2/2"):
         merge(built.repo, shards, tmp_path / "out.duckdb")
+    with duckdb.connect(str(shards[0])) as con:
+        con.execute("UPDATE manifest SET value = '3/2' WHERE key = 'shard'")
+    with pytest.raises(ShardError, match=r"names no valid shard \('3/2'\)"):
+        merge(built.repo, [shards[0], built.later[1]], tmp_path / "out.duckdb")
 
 
 def test_shards_of_another_repository_are_refused(built: Built, make_repo: Callable[..., GitRepo],

@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pr_context.errors import ShardError
+from pr_context.errors import BadInputError, ShardError
 from pr_context.git import CommitHistory, Repository, commit_exists, list_files
 from pr_context.index.build import complete_index
 from pr_context.index.shards import ShardSpec, parse_shard
@@ -115,8 +115,16 @@ def _common_settings(paths: Sequence[Path], manifests: Sequence[Manifest]) -> Ma
         if _whole(manifest).settings() != first.settings():
             raise ShardError(f"shards built with different settings: {first_path} and "
                              f"{path} ({first.describe_mismatch(_whole(manifest))})")
-    _check_complete(paths, [parse_shard(m.shard) for m in manifests])
+    _check_complete(paths, [_spec(p, m) for p, m in zip(paths, manifests, strict=True)])
     return first
+
+
+def _spec(path: Path, manifest: Manifest) -> ShardSpec:
+    try:
+        return parse_shard(manifest.shard)
+    except BadInputError as exc:
+        raise ShardError(f"{path} names no valid shard ({manifest.shard!r}): build that "
+                         "shard again") from exc
 
 
 def _whole(manifest: Manifest) -> Manifest:

@@ -82,9 +82,9 @@ class Manifest:
         """The fields that must match for an index to be reused."""
         return tuple(getattr(self, n) for n in _SETTINGS)
 
-    def describe_mismatch(self, other: Manifest, names: Sequence[str] = ()) -> str:
+    def describe_mismatch(self, other: Manifest) -> str:
         diffs = [f"{n} {getattr(self, n)!r} != {getattr(other, n)!r}"
-                 for n in names or _SETTINGS if getattr(self, n) != getattr(other, n)]
+                 for n in _SETTINGS if getattr(self, n) != getattr(other, n)]
         return ", ".join(diffs)
 
 
@@ -545,7 +545,8 @@ def _lone_shard(path: Path, manifest: Manifest) -> ShardError:
     count = manifest.shard.partition("/")[2]
     return ShardError(
         f"{path} is shard {manifest.shard} of a sharded build, not a whole index: merge "
-        f"all {count} shards with `pr-context merge --db OUT SHARD...` and use OUT")
+        f"all {count} shards with `pr-context merge --db OUT SHARD...` and use OUT (or "
+        f"update the shard with `pr-context index --shard {manifest.shard}`)")
 
 
 def _move_aside(path: Path, reason: str, warn: Callable[[str], None]) -> Path:
