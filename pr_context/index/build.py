@@ -45,7 +45,7 @@ from pr_context.policy import (
 )
 from pr_context.progress import Progress
 
-__all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index"]
+__all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index", "policy_at"]
 
 COCHANGE_COMMITS = 500  # history window mined for files changed together
 PARSE_WORKERS = 2  # the runners this targets have 2 cores
@@ -117,7 +117,7 @@ def build_index(
         history = stack.enter_context(CommitHistory(repo, sha, options.cochange_commits))
         # A new index file will hold every file; an existing one may need only what changed.
         entries = list_files(repo, sha) if connecting is None else None
-        policy = _policy_at(repo, sha, options)
+        policy = policy_at(repo, sha, options)
         wanted = _wanted_manifest(policy, options, embedder)
         blobs = stack.enter_context(BlobReader(repo))
         parsers = stack.enter_context(ParsePool(options.parse_workers))
@@ -178,7 +178,7 @@ def _wanted_manifest(policy: PathPolicy, options: IndexOptions,
     )
 
 
-def _policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
+def policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
     """The path policy: the config file at the indexed revision, plus CLI globs."""
     text = options.config_text
     if text is None:
