@@ -8,12 +8,13 @@ sets ``truncated``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from pr_context.mcp.schemas import Item, Omitted, ToolResult
+from pr_context.mcp.schemas import Item, Omitted, ToolResult, wire
 
 __all__ = [
     "DEFAULT_BUDGET_CHARS",
@@ -84,7 +85,7 @@ def fit_result(result: _R, render: Callable[[_R], str], budget: int) -> tuple[_R
 
 
 def _size(result: ToolResult, text: str) -> int:
-    return len(result.model_dump_json(exclude_none=True)) + len(text)
+    return len(json.dumps(wire(result), separators=(",", ":"))) + len(text)
 
 
 def _without_snippets(result: _R) -> _R:

@@ -22,6 +22,7 @@ __all__ = [
     "Omitted",
     "RangeResult",
     "ToolResult",
+    "wire",
 ]
 
 WORKTREE = "WORKTREE"
@@ -132,3 +133,16 @@ class IndexStatusResult(BaseModel):
     embedding_model: str
     model_loaded: bool
     notes: list[str]
+
+
+_ITEM_REQUIRED = frozenset(name for name, f in Item.model_fields.items() if f.is_required())
+
+
+def wire(result: BaseModel) -> dict[str, object]:
+    """The structured content sent for ``result``: items without their empty fields."""
+    data = result.model_dump(mode="json")
+    items = data.get("items")
+    if isinstance(items, list):
+        data["items"] = [{k: v for k, v in item.items() if v is not None or k in _ITEM_REQUIRED}
+                         for item in items]
+    return data
