@@ -32,6 +32,7 @@ __all__ = [
     "commit_exists",
     "fetch",
     "has_remote",
+    "hooks_dir",
     "list_files",
     "merge_base",
     "open_repository",
@@ -170,6 +171,12 @@ def _has_commits(repo: Repository) -> bool:
         return bool(_run(repo.path, ["rev-list", "-n", "1", "--all"]).strip())
     except GitError:
         return False
+
+
+def hooks_dir(repo: Repository) -> Path:
+    """The directory git runs hooks from (``core.hooksPath`` honoured)."""
+    out = _run(repo.path, ["rev-parse", "--git-path", "hooks"]).decode().strip()
+    return (repo.path / out).resolve()
 
 
 def commit_exists(repo: Repository, sha: str) -> bool:
