@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import shlex
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pr_context.embed import SentenceTransformerEmbedder
-from pr_context.errors import BadInputError
+from pr_context.errors import BadInputError, IndexFileError
 from pr_context.git import Repository, hooks_dir
 from pr_context.index.build import NO_MODEL, IndexOptions, IndexResult, build_index
 from pr_context.pipeline import existing_model
@@ -28,6 +29,8 @@ HOOK_NAMES = ("post-commit", "post-checkout", "post-merge")
 HOOK_MARKER = "# pr-context index hook v1"
 CHAINED_SUFFIX = ".pr-context-chained"
 LOG_NAME = "hook.log"  # beside the index file: what the background updates said
+LOCK_RETRIES = 60  # a reader holds the file for milliseconds; another update for seconds
+LOCK_WAIT_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,14 @@ def update_index(repo: Repository, db: Path, progress: Progress) -> IndexResult 
         return None
     model = existing_model(db)
     embedder = None if model in (None, NO_MODEL) else SentenceTransformerEmbedder(model)
-    return build_index(repo, "HEAD", db, IndexOptions(), embedder, progress)
+    for attempt in range(LOCK_RETRIES):
+        try:
+            return build_index(repo, "HEAD", db, IndexOptions(), embedder, progress)
+        except IndexFileError as exc:
+            if "in use by another process" not in str(exc) or attempt == LOCK_RETRIES - 1:
+                raise
+            time.sleep(LOCK_WAIT_S)  # a reader (the MCP server) holds it for a moment
+    return None
 
 
 def _is_users(hook: Path) -> bool:
