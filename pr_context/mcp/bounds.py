@@ -19,6 +19,7 @@ from pr_context.mcp.schemas import Item, Omitted, ToolResult, wire
 __all__ = [
     "DEFAULT_BUDGET_CHARS",
     "DEFAULT_DEADLINE_S",
+    "MAX_LIMIT",
     "MAX_SNIPPET_LINES",
     "MAX_SNIPPET_LINE_CHARS",
     "Deadline",
@@ -27,6 +28,7 @@ __all__ = [
     "snippet_of",
 ]
 
+MAX_LIMIT = 100  # items a client may ask for; the budget usually binds first
 DEFAULT_BUDGET_CHARS = 24_000  # about 6,000 tokens: room for the assistant's own work
 DEFAULT_DEADLINE_S = 30.0  # work per call; a client waits no longer for an answer
 MAX_SNIPPET_LINES = 20

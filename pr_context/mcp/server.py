@@ -12,7 +12,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -22,8 +22,7 @@ from pydantic import BaseModel, Field
 
 from pr_context import __version__
 from pr_context.errors import BadInputError, PrContextError
-from pr_context.mcp import impact, ranges, tools
-from pr_context.mcp.bounds import Deadline, cap_line, fit_result
+from pr_context.mcp.bounds import MAX_LIMIT, Deadline, cap_line, fit_result
 from pr_context.mcp.render import render_range, render_result, render_status
 from pr_context.mcp.schemas import (
     ChangeImpactResult,
@@ -33,9 +32,13 @@ from pr_context.mcp.schemas import (
     ToolResult,
     wire,
 )
-from pr_context.mcp.workspace import View, Workspace
-from pr_context.pipeline import Searcher
-from pr_context.progress import SilentProgress
+
+if TYPE_CHECKING:
+    from pr_context.mcp.workspace import View, Workspace
+    from pr_context.pipeline import Searcher
+
+# The tools, the index and the model are imported and loaded on the first call, not at
+# start: a client's `initialize` is answered once the SDK itself is imported.
 
 __all__ = ["LOOPBACK_HOSTS", "build_server", "http_app", "serve_http", "serve_stdio"]
 
@@ -50,7 +53,7 @@ _INSTRUCTIONS = (
     "uncommitted changes. Every answer fits a budget: 'truncated' says when something "
     "was left out.")
 _M = TypeVar("_M", bound=BaseModel)
-Limit = Annotated[int, Field(ge=1, le=tools.MAX_LIMIT, description="most items to return")]
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="most items to return")]
 SymbolName = Annotated[str, Field(min_length=1, max_length=500,
                                   description="qualified name (pkg.mod.Class.method) or "
                                               "short name")]
@@ -60,7 +63,7 @@ def build_server(workspace: Workspace) -> MCPServer:
     """An MCP server whose tools read ``workspace``."""
     server = MCPServer("pr-context", instructions=_INSTRUCTIONS, version=__version__,
                        log_level="WARNING")
-    searcher = Searcher(None, SilentProgress())
+    searchers: list[Searcher] = []
 
     def run(work: Callable[[View, Deadline], ToolResult]) -> CallToolResult:
         def fitted(view: View, deadline: Deadline) -> tuple[BaseModel, str]:
@@ -82,6 +85,9 @@ def build_server(workspace: Workspace) -> MCPServer:
         """Hybrid search (BM25, embeddings, structure): the implementation above tests,
         fakes and docs unless the query asks for those. Each item has a snippet."""
         def work(view: View, deadline: Deadline) -> ToolResult:
+            from pr_context.mcp import tools
+
+            searcher = _searcher(searchers)
             searcher.embedder = workspace.embedder(view.manifest)
             return tools.search_code(view, searcher, query, limit, path_prefix, role)
         return run(work)
@@ -89,7 +95,7 @@ def build_server(workspace: Workspace) -> MCPServer:
     @server.tool(annotations=_READ_ONLY)
     def find_symbol(name: SymbolName, limit: Limit = 10) -> Annotated[CallToolResult, ToolResult]:
         """Definitions by qualified or short name, with signature and docstring summary."""
-        return run(lambda view, deadline: tools.find_symbol(view, name, limit))
+        return run(lambda view, deadline: _tools().find_symbol(view, name, limit))
 
     @server.tool(annotations=_READ_ONLY)
     def find_callers(symbol: SymbolName,
@@ -97,18 +103,18 @@ def build_server(workspace: Workspace) -> MCPServer:
         """Call sites (``line``) of a definition and the definitions holding them, resolved
         through imports and scopes (how=graph) or same-name candidates (how=lexical). An
         ambiguous short name is answered for each definition it names."""
-        return run(lambda view, deadline: tools.find_callers(view, symbol, limit, deadline))
+        return run(lambda view, deadline: _tools().find_callers(view, symbol, limit, deadline))
 
     @server.tool(annotations=_READ_ONLY)
     def find_tests(symbol: SymbolName, limit: Limit = 10) -> Annotated[CallToolResult, ToolResult]:
         """Tests linked to a definition: calls through the graph, naming conventions,
         co-change history; each says why."""
-        return run(lambda view, deadline: tools.find_tests(view, symbol, limit, deadline))
+        return run(lambda view, deadline: _tools().find_tests(view, symbol, limit, deadline))
 
     @server.tool(annotations=_READ_ONLY)
     def find_docs(symbol: SymbolName, limit: Limit = 10) -> Annotated[CallToolResult, ToolResult]:
         """Documentation sections that mention a definition (directives, code, prose)."""
-        return run(lambda view, deadline: tools.find_docs(view, symbol, limit, deadline))
+        return run(lambda view, deadline: _tools().find_docs(view, symbol, limit, deadline))
 
     @server.tool(annotations=_READ_ONLY)
     def change_impact(
@@ -122,6 +128,8 @@ def build_server(workspace: Workspace) -> MCPServer:
         updated first (caller), tests to run (test, and test_selection), possibly-stale
         docs (doc)."""
         def work(view: View, deadline: Deadline) -> ToolResult:
+            from pr_context.mcp import impact
+
             return impact.change_impact(workspace, view, base, head, limit_per_symbol,
                                         deadline)
         return run(work)
@@ -137,6 +145,8 @@ def build_server(workspace: Workspace) -> MCPServer:
     ) -> Annotated[CallToolResult, RangeResult]:
         """Numbered lines of one file (at most 400), secrets redacted."""
         def work(view: View, deadline: Deadline) -> tuple[BaseModel, str]:
+            from pr_context.mcp import ranges
+
             found = ranges.read_range(workspace, view, path, start_line, end_line, revision)
             return _fit_range(found, workspace.settings.budget_chars)
         return _call(workspace, work)
@@ -145,6 +155,8 @@ def build_server(workspace: Workspace) -> MCPServer:
     def index_status() -> Annotated[CallToolResult, IndexStatusResult]:
         """Indexed commit, HEAD, dirty files, counts, model, and whether answers are stale."""
         def work(view: View, deadline: Deadline) -> tuple[BaseModel, str]:
+            from pr_context.mcp import ranges
+
             status = ranges.index_status(workspace, view)
             return status, render_status(status)
         return _call(workspace, work)
@@ -163,6 +175,22 @@ def _call(workspace: Workspace,
             raise ToolError(str(exc)) from exc
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=wire(result))
+
+
+def _tools() -> Any:
+    from pr_context.mcp import tools
+
+    return tools
+
+
+def _searcher(made: list[Searcher]) -> Searcher:
+    """One searcher per server, made on the first search."""
+    if not made:
+        from pr_context.pipeline import Searcher
+        from pr_context.progress import SilentProgress
+
+        made.append(Searcher(None, SilentProgress()))
+    return made[0]
 
 
 def _fit_range(found: RangeResult, budget: int) -> tuple[RangeResult, str]:

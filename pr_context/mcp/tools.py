@@ -26,7 +26,6 @@ from pr_context.symbols import NamedDefinition, definitions_named, first_line
 
 __all__ = [
     "MAX_DEFINITIONS",
-    "MAX_LIMIT",
     "answer",
     "find_callers",
     "find_docs",
@@ -36,7 +35,6 @@ __all__ = [
     "snippet",
 ]
 
-MAX_LIMIT = 100  # items a client may ask for; the budget usually binds first
 MAX_DEFINITIONS = 5  # definitions answered for an ambiguous bare name
 _ROLES = frozenset(get_args(Role))
 _REASON_SIGNALS = 3  # signals named in a search hit's reason

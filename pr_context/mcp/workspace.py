@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pr_context.embed import Embedder, SentenceTransformerEmbedder
 from pr_context.errors import GitError, IndexFileError
@@ -28,9 +29,11 @@ from pr_context.mcp.schemas import WORKTREE
 from pr_context.models import Sha
 from pr_context.policy import PathPolicy, decode_text
 from pr_context.progress import SilentProgress
-from pr_context.retrieve.corpus import SearchCorpus, load_corpus
-from pr_context.review import IndexSide, load_side
 from pr_context.secrets import redact_secrets
+
+if TYPE_CHECKING:
+    from pr_context.retrieve.corpus import SearchCorpus
+    from pr_context.review import IndexSide
 
 __all__ = ["ServerSettings", "View", "Workspace"]
 
@@ -70,11 +73,15 @@ class View:
 
     @cached_property
     def corpus(self) -> SearchCorpus:
+        from pr_context.retrieve.corpus import load_corpus  # the first search pays it
+
         with self.store() as store:
             return load_corpus(store)
 
     @cached_property
     def side(self) -> IndexSide:
+        from pr_context.review import load_side  # graph, links, rendering: on first use
+
         corpus = self.corpus
         with self.store() as store:
             return load_side(store, corpus)
