@@ -73,7 +73,9 @@ def index_status(workspace: Workspace, view: View) -> IndexStatusResult:
         indexed_commit=view.revision, head=view.head,
         dirty_files=[DirtyFile(path=c.path, status=c.status)
                      for c in changes[:MAX_LISTED_DIRTY]],
-        dirty_count=len(changes), overlaid=len(view.overlay.overlaid), stale=view.stale,
+        dirty_count=len(changes), stale=view.stale,
+        overlaid=len(view.overlay.overlaid) + sum(c.status == "deleted" for c in changes)
+        if (changes and not view.overlay.stale) or view.overlay.overlaid else 0,
         counts=counts, embedding_model=view.manifest.embedding_model,
         model_loaded=workspace.model_loaded,
         notes=list(view.notes) + ([f"{len(changes) - MAX_LISTED_DIRTY} more dirty files"]

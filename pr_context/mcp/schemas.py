@@ -127,7 +127,8 @@ class IndexStatusResult(BaseModel):
     head: str | None
     dirty_files: list[DirtyFile]
     dirty_count: int
-    overlaid: int = Field(description="dirty files whose content answers reflect")
+    overlaid: int = Field(description="dirty files answers reflect: re-parsed, or hidden "
+                                      "when deleted")
     stale: bool
     counts: dict[str, int]
     embedding_model: str
