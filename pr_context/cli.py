@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -21,6 +22,12 @@ from pr_context.errors import BadInputError, ConfigError, PrContextError
 from pr_context.evals import LIVE_RETRIEVERS
 from pr_context.git import open_repository
 from pr_context.index.build import COCHANGE_COMMITS, IndexOptions, IndexResult, build_index
+from pr_context.mcp import (
+    DEFAULT_BUDGET_CHARS,
+    DEFAULT_DEADLINE_S,
+    DEFAULT_MAX_DIRTY_FILES,
+    DEFAULT_PORT,
+)
 from pr_context.progress import progress_for
 from pr_context.report import DEFAULT_TOP_K, REVIEW_BUDGET_S
 from pr_context.retrieve import DEFAULT_K
@@ -181,22 +188,29 @@ def _default_db(repo: str, db: Path | None) -> Path:
     return db if db is not None else Path(repo) / DEFAULT_DB
 
 
+def _work_tree_options(command: Callable[..., None]) -> Callable[..., None]:
+    """--repo and --db, as the commands that work in a checkout take them."""
+    command = click.option(
+        "--db", "db", type=click.Path(dir_okay=False, path_type=Path),
+        help="Index file (see `index`); default: REPO/.pr-context/index.duckdb.")(command)
+    return click.option("--repo", default=".", show_default=True,
+                        help="Git work tree.")(command)
+
+
 @cli.command("mcp")
-@click.option("--repo", default=".", show_default=True, help="Git work tree to serve.")
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path),
-              help="Index file (see `index`); default: REPO/.pr-context/index.duckdb.")
+@_work_tree_options
 @click.option("--http", is_flag=True,
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="HTTP address to bind; other than loopback only with a token in "
                    "PR_CONTEXT_MCP_TOKEN.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535),
-              help="HTTP port.")
-@click.option("--budget-chars", default=24_000, show_default=True,
+@click.option("--port", default=DEFAULT_PORT, show_default=True,
+              type=click.IntRange(1, 65535), help="HTTP port.")
+@click.option("--budget-chars", default=DEFAULT_BUDGET_CHARS, show_default=True,
               type=click.IntRange(min=2_000), help="Most characters in one answer.")
-@click.option("--deadline", "deadline_s", default=30.0, show_default=True,
+@click.option("--deadline", "deadline_s", default=DEFAULT_DEADLINE_S, show_default=True,
               type=click.FloatRange(min=1.0), help="Seconds of work per call.")
-@click.option("--max-dirty-files", default=200, show_default=True,
+@click.option("--max-dirty-files", default=DEFAULT_MAX_DIRTY_FILES, show_default=True,
               type=click.IntRange(min=0),
               help="Working-tree changes overlaid; past this answers say they are stale.")
 def mcp_command(repo: str, db: Path | None, http: bool, host: str, port: int,
@@ -230,13 +244,11 @@ def hook_group() -> None:
 
 
 @hook_group.command("install")
-@click.option("--repo", default=".", show_default=True, help="Git work tree.")
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path),
-              help="Index file the hooks update; default: REPO/.pr-context/index.duckdb.")
+@_work_tree_options
 @click.option("--chain", is_flag=True,
               help="Keep existing hooks: run them first, then the index update.")
 def hook_install(repo: str, db: Path | None, chain: bool) -> None:
-    """Add post-commit, post-checkout and post-merge hooks running `pr-context index`.
+    """Add post-commit, post-checkout and post-merge hooks that update the index.
 
     An existing hook that is not pr-context's is never overwritten: without --chain
     nothing changes and the command fails, saying which hooks exist.
@@ -251,9 +263,7 @@ def hook_install(repo: str, db: Path | None, chain: bool) -> None:
 
 
 @hook_group.command("update")
-@click.option("--repo", default=".", show_default=True, help="Git work tree.")
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path),
-              help="Index file; default: REPO/.pr-context/index.duckdb.")
+@_work_tree_options
 def hook_update(repo: str, db: Path | None) -> None:
     """Update the index to HEAD with the settings it was built with (what the hooks run).
 

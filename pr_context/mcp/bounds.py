@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from pr_context.mcp import DEFAULT_BUDGET_CHARS, DEFAULT_DEADLINE_S
 from pr_context.mcp.schemas import Item, Omitted, ToolResult, wire
 
 __all__ = [
@@ -29,8 +30,6 @@ __all__ = [
 ]
 
 MAX_LIMIT = 100  # items a client may ask for; the budget usually binds first
-DEFAULT_BUDGET_CHARS = 24_000  # about 6,000 tokens: room for the assistant's own work
-DEFAULT_DEADLINE_S = 30.0  # work per call; a client waits no longer for an answer
 MAX_SNIPPET_LINES = 20
 MAX_SNIPPET_LINE_CHARS = 200
 LOCATION_REASON_CHARS = 80  # the reason kept when an item is reduced to its location

@@ -24,6 +24,7 @@ from pr_context.errors import PrContextError
 from pr_context.git import SYMLINK_MODE, Repository, WorktreeChange
 from pr_context.index.parsing import ParsePool, Parsing
 from pr_context.index.store import IndexStore
+from pr_context.mcp import DEFAULT_MAX_DIRTY_FILES
 from pr_context.mcp.bounds import Deadline
 from pr_context.mcp.paths import PathRefusedError, confine
 from pr_context.models import FileEntry
@@ -32,7 +33,6 @@ from pr_context.progress import SilentProgress
 
 __all__ = ["DEFAULT_MAX_DIRTY_FILES", "Overlay", "OverlayBuilder"]
 
-DEFAULT_MAX_DIRTY_FILES = 200  # more dirty files than this: answers say they are stale
 EMBED_GROUP = 64  # texts per model call, so the deadline is checked between groups
 _REGULAR_MODE, _EXECUTABLE_MODE = "100644", "100755"
 
