@@ -175,18 +175,22 @@ class IndexStore:
 
     @classmethod
     def overlaid(cls, path: Path, hidden: Iterable[str], rows: Mapping[str, pa.Table],
-                 vectors: pa.Table | None = None) -> IndexStore:
+                 vectors: pa.Table | None = None,
+                 manifest: Manifest | None = None) -> IndexStore:
         """The built index at ``path`` as it would be with ``hidden`` paths' rows left out
         and ``rows`` (per table, as ``Rows.tables``) added, in memory, read-only.
 
         Nothing is written to ``path``; the file is attached read-only until ``close``.
         ``vectors`` are embeddings rows (text_hash, tokens, truncated, vector) for texts
-        the file has none for.
+        the file has none for; ``manifest``, the file's own, when already read.
 
         :raises IndexFileError: as ``open_existing``.
         """
-        with cls.open_existing(path) as base:
-            manifest, has_vectors = base.manifest, base._has_embeddings_table()
+        if manifest is None:
+            with cls.open_existing(path) as base:
+                manifest = base.manifest
+        assert manifest is not None
+        has_vectors = manifest.embedding_dimension > 0
         try:
             con = duckdb.connect(":memory:", config=_DUCKDB_CONFIG)
             con.execute(f"ATTACH '{_sql_text(str(path))}' AS base (READ_ONLY)")

@@ -23,7 +23,7 @@ from pr_context.embed import Embedder
 from pr_context.errors import PrContextError
 from pr_context.git import SYMLINK_MODE, Repository, WorktreeChange
 from pr_context.index.parsing import ParsePool, Parsing
-from pr_context.index.store import IndexStore
+from pr_context.index.store import IndexStore, Manifest
 from pr_context.mcp import DEFAULT_MAX_DIRTY_FILES
 from pr_context.mcp.bounds import Deadline
 from pr_context.mcp.paths import PathRefusedError, confine
@@ -59,11 +59,12 @@ class Overlay:
     def empty(self) -> bool:
         return not self.changes
 
-    def store(self, db: Path) -> IndexStore:
-        """The index at ``db`` as the working tree has it (read-only, in memory)."""
+    def store(self, db: Path, manifest: Manifest) -> IndexStore:
+        """The index at ``db`` (whose manifest is ``manifest``) as the working tree has
+        it: read-only, the overlay in memory."""
         if self.empty:
             return IndexStore.open_existing(db)
-        return IndexStore.overlaid(db, self.hidden, self.rows, self.vectors)
+        return IndexStore.overlaid(db, self.hidden, self.rows, self.vectors, manifest)
 
 
 @dataclass

@@ -173,6 +173,8 @@ def _call(workspace: Workspace,
             result, text = work(workspace.view(deadline), deadline)
         except PrContextError as exc:
             raise ToolError(str(exc)) from exc
+        finally:
+            workspace.release()
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=wire(result))
 

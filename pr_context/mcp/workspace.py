@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import threading
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pr_context.embed import Embedder, SentenceTransformerEmbedder
 from pr_context.errors import GitError, IndexFileError
-from pr_context.git import Repository, read_file_at, resolve_revision, worktree_changes
+from pr_context.git import BlobReader, Repository, resolve_revision, worktree_changes
 from pr_context.index.build import NO_MODEL, IndexOptions, build_index, policy_at
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.mcp.bounds import DEFAULT_BUDGET_CHARS, DEFAULT_DEADLINE_S, Deadline
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from pr_context.review import IndexSide
 
 __all__ = ["ServerSettings", "View", "Workspace"]
+
+_SHA_CHARS = 40  # a full commit SHA needs no resolving
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class View:
         self.head = head
         self.notes = notes + overlay.notes
         self._texts: dict[tuple[str, str], list[str] | None] = {}
+        self._blobs: BlobReader | None = None  # one git process for the call's reads
+        self._store: IndexStore | None = None
 
     @property
     def revision(self) -> str:
@@ -69,7 +73,20 @@ class View:
         return WORKTREE if path in self.overlay.overlaid else self.revision
 
     def store(self) -> AbstractContextManager[IndexStore]:
-        return self.overlay.store(self.db)
+        """The overlaid index, opened once per call and shared by its reads; the file is
+        closed again by ``release`` so that other processes may update it between calls."""
+        if self._store is None:
+            self._store = self.overlay.store(self.db, self.manifest)
+        return nullcontext(self._store)
+
+    def release(self) -> None:
+        """Close what the call opened: the index file and the git reader."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        if self._blobs is not None:
+            self._blobs.close()
+            self._blobs = None
 
     @cached_property
     def corpus(self) -> SearchCorpus:
@@ -96,11 +113,17 @@ class View:
         return self._texts[key]
 
     def _read(self, path: str, revision: str) -> bytes | None:
-        if revision != WORKTREE:
-            return read_file_at(self.repo, resolve_revision(self.repo, revision), path)
+        if revision == WORKTREE:
+            try:
+                return (self.repo.path / path).read_bytes()
+            except OSError:
+                return None
+        if self._blobs is None:
+            self._blobs = BlobReader(self.repo)
         try:
-            return (self.repo.path / path).read_bytes()
-        except OSError:
+            return self._blobs.read(f"{resolve_revision(self.repo, revision)}:{path}"
+                                    if len(revision) != _SHA_CHARS else f"{revision}:{path}")
+        except GitError:
             return None
 
 
@@ -137,6 +160,8 @@ class Workspace:
                                       self.policy(manifest.revision), embedder, deadline)
         key = (manifest.build_id, overlay.fingerprint, notes)
         if self._cached is None or self._cached.key != key:
+            if self._cached is not None:
+                self._cached.view.release()
             self._cached = _Cached(key, View(self.repo, self.db, manifest, overlay, head,
                                              notes))
         return self._cached.view
@@ -182,7 +207,13 @@ class Workspace:
             self._scratch = Path(tempfile.mkdtemp(prefix="pr-context-mcp-"))
         return self._scratch
 
+    def release(self) -> None:
+        """End of a call: the index file and git reader it opened are closed."""
+        if self._cached is not None:
+            self._cached.view.release()
+
     def close(self) -> None:
+        self.release()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
