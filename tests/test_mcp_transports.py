@@ -33,12 +33,15 @@ SECURITY_CASES = [
     ("/etc/passwd", "is absolute"),
     ("escape/loot.py", "leads outside the repository"),
     (".env", "looks like a file of secrets"),
+    (".git/config", "inside .git"),
+    ("node_modules/dep/index.js", "outside the index's path policy"),
 ]
 
 
 @pytest.fixture
 def repo(make_repo: Callable[..., GitRepo]) -> GitRepo:
-    made = make_repo({**FILES, ".env": "TOKEN=supersecretvalue1\n"})
+    made = make_repo({**FILES, ".env": "TOKEN=supersecretvalue1\n",
+                      "node_modules/dep/index.js": "function dep() {}\n"})
     evil = made.path.parent / (made.path.name + "-evil")
     evil.mkdir()
     (evil / "loot.py").write_text("def loot():\n    pass\n", encoding="utf-8")
@@ -72,6 +75,7 @@ def test_stdio_process_serves_every_tool_and_refuses_unsafe_paths(repo: GitRepo)
                                    args=["-m", "pr_context", "mcp", "--repo", str(repo.path)],
                                    env=_env(), cwd=str(repo.path))
     repo.write("pkg/extra.py", "def shiny_helper():\n    return 1\n")
+    repo.write("pkg/settings.py", 'API_KEY = "sk_live_0123456789abcdefghij"\n')
     ok = [("search_code", {"query": "parse a config text"}),
           ("find_symbol", {"name": "shiny_helper"}),
           ("find_callers", {"symbol": "parse_config"}),
@@ -79,13 +83,15 @@ def test_stdio_process_serves_every_tool_and_refuses_unsafe_paths(repo: GitRepo)
           ("find_docs", {"symbol": "parse_config"}),
           ("change_impact", {}),
           ("read_range", {"path": "pkg/core.py", "start_line": 1, "end_line": 3}),
-          ("index_status", {})]
+          ("index_status", {}),
+          ("read_range", {"path": "pkg/settings.py", "start_line": 1, "end_line": 1})]
     results = _calls(params, [*ok, *_security_calls()])
     for (name, _), result in zip(ok, results, strict=False):
         assert not result.is_error, (name, _text(result))
         if name not in ("read_range", "index_status"):
             assert items(result.structured_content or {}) is not None
     assert items(results[1].structured_content or {})[0]["revision"] == "WORKTREE"
+    assert _text(results[len(ok) - 1]).endswith('1| API_KEY = "[REDACTED]"')
     for (_, says), result in zip(SECURITY_CASES, results[len(ok):], strict=True):
         assert result.is_error and says in _text(result)
 
