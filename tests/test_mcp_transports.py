@@ -178,3 +178,13 @@ def test_a_token_is_required_when_configured(repo: GitRepo) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def test_the_command_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "bare.git")], check=True)
+    for target, says in ((tmp_path / "bare.git", "bare repository"),
+                         (tmp_path, "not a git repository")):
+        done = subprocess.run([sys.executable, "-m", "pr_context", "mcp", "--repo",
+                               str(target)], env=_env(), capture_output=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 2 and says in done.stderr.decode()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pr_context.embed import Embedder, SentenceTransformerEmbedder
-from pr_context.errors import GitError, IndexFileError
+from pr_context.errors import BadInputError, GitError, IndexFileError
 from pr_context.git import BlobReader, Repository, resolve_revision, worktree_changes
 from pr_context.index.build import NO_MODEL, IndexOptions, build_index, policy_at
 from pr_context.index.store import IndexStore, Manifest
@@ -138,6 +138,10 @@ class Workspace:
 
     def __init__(self, repo: Repository, db: Path, settings: ServerSettings,
                  embedder: Embedder | None = None) -> None:
+        """:raises BadInputError: ``repo`` is bare: there is no working tree to serve."""
+        if repo.path.resolve() == repo.git_dir.resolve():
+            raise BadInputError(f"{repo.path} is a bare repository: serve a work tree "
+                                "(a checkout) instead")
         self.repo, self.db, self.settings = repo, db, settings
         self.lock = threading.Lock()
         self._embedder = embedder
