@@ -25,6 +25,7 @@ from pr_context.roles import classify_path
 __all__ = ["change_impact"]
 
 _BASE_COPY = "base-index.duckdb"
+MAX_TEST_SELECTION = 200  # test files listed; a sweep past this is counted in a note
 
 
 def change_impact(workspace: Workspace, view: View, base: str, head: str,
@@ -56,10 +57,15 @@ def change_impact(workspace: Workspace, view: View, base: str, head: str,
                 item = evidence_item(view, e, symbol.qualified_name)
                 items.append(item.model_copy(update={
                     "category": category, "revision": label(e.revision, e.path)}))
-    result = answer(view, items, report.notes)
+    selection = list(report.test_selection)
+    notes = list(report.notes)
+    if len(selection) > MAX_TEST_SELECTION:
+        notes.append(f"{len(selection) - MAX_TEST_SELECTION} more tests to run are not "
+                     "listed: run the whole suite")
+    result = answer(view, items, notes)
     return ChangeImpactResult(**result.model_dump(), base=base_sha,
                               head=WORKTREE if worktree else head_sha,
-                              test_selection=list(report.test_selection))
+                              test_selection=selection[:MAX_TEST_SELECTION])
 
 
 def _changed_item(symbol: SymbolReport, revision: str) -> Item:
