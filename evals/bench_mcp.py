@@ -62,7 +62,7 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "clientInfo": {"name": "bench", "version": "1"}}}
 
 
-def prepare(source: str) -> Path:
+def prepare(source: str, db_name: str, embeddings: bool) -> Path:
     """A work tree of sphinx at REVISION with its index, made once."""
     work = CACHE_DIR / "sphinx"
     if not (work / ".git").is_dir():
@@ -71,20 +71,21 @@ def prepare(source: str) -> Path:
     _run(["git", "-C", str(work), "checkout", "--quiet", "--force", REVISION])
     _run(["git", "-C", str(work), "clean", "-fdq"])
     (work / ".git" / "info" / "exclude").write_text(".pr-context/\n")
-    db = work / ".pr-context" / "index.duckdb"
+    db = work / ".pr-context" / db_name
     _run([sys.executable, "-m", "pr_context", "index", "--repo", str(work), "--rev", "HEAD",
-          "--db", str(db), "--quiet"])
+          "--db", str(db), "--quiet", *([] if embeddings else ["--no-embeddings"])])
     return work
 
 
-def time_initialize(work: Path) -> list[float]:
+def time_initialize(work: Path, db: Path) -> list[float]:
     """Seconds from starting ``pr-context mcp`` to its answer to ``initialize``."""
     seconds = []
     for _ in range(INITIALIZE_RUNS):
         started = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "pr_context", "mcp", "--repo",
-                                 str(work)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=_env())
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pr_context", "mcp", "--repo", str(work), "--db", str(db)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=_env())
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
         proc.stdin.flush()
@@ -96,35 +97,37 @@ def time_initialize(work: Path) -> list[float]:
     return seconds
 
 
-def inputs(work: Path) -> dict[str, list[str]]:
+def inputs(db: Path) -> dict[str, list[str]]:
     """Queries and symbols drawn from the index: docstring first lines, definitions."""
     from pr_context.index.store import IndexStore
 
-    with IndexStore.open_existing(work / ".pr-context" / "index.duckdb") as store:
+    with IndexStore.open_existing(db) as store:
         rows = store.query(
-            "SELECT d.qualified_name, d.docstring FROM definitions d JOIN files f "
+            "SELECT d.qualified_name, d.docstring, d.path FROM definitions d JOIN files f "
             "USING (path) WHERE f.role = 'production' AND d.kind IN ('function', 'method') "
             "ORDER BY d.qualified_name")
     ranked = sorted(rows, key=lambda r: hashlib.sha256(r[0].encode()).hexdigest())
-    queries = [doc.strip().splitlines()[0] for _, doc in ranked
+    queries = [doc.strip().splitlines()[0] for _, doc, _ in ranked
                if doc and len(doc.strip().splitlines()[0].split()) >= 4][:CALLS_PER_TOOL]
-    symbols = [name for name, _ in ranked][:CALLS_PER_TOOL]
-    return {"queries": queries, "symbols": symbols}
+    symbols = [name for name, _, _ in ranked][:CALLS_PER_TOOL]
+    paths = [path for _, _, path in ranked][:CALLS_PER_TOOL]
+    return {"queries": queries, "symbols": symbols, "paths": paths}
 
 
-async def time_tools(work: Path, drawn: dict[str, list[str]]) -> dict[str, list[float]]:
+async def time_tools(work: Path, db: Path,
+                     drawn: dict[str, list[str]]) -> dict[str, list[float]]:
     """Seconds per call of each tool, the model loaded, over one stdio session."""
     seconds: dict[str, list[float]] = {}
-    async with Client(_server(work)) as client:
+    async with Client(_server(work, db)) as client:
         await client.call_tool("search_code", {"query": "warm up the index and the model"})
-        files = [s.rsplit(".", 1)[0].replace(".", "/") + ".py" for s in drawn["symbols"]]
         calls: dict[str, list[dict[str, Any]]] = {
             "search_code": [{"query": q} for q in drawn["queries"]],
             "find_symbol": [{"name": s.rsplit(".", 1)[-1]} for s in drawn["symbols"]],
             "find_callers": [{"symbol": s} for s in drawn["symbols"]],
             "find_tests": [{"symbol": s} for s in drawn["symbols"]],
             "find_docs": [{"symbol": s} for s in drawn["symbols"]],
-            "read_range": [{"path": f, "start_line": 1, "end_line": 80} for f in files],
+            "read_range": [{"path": p, "start_line": 1, "end_line": 80}
+                           for p in drawn["paths"]],
             "index_status": [{} for _ in drawn["symbols"]],
             "change_impact": [{"base": "HEAD~1", "head": "HEAD"}] * 3,
         }
@@ -134,11 +137,11 @@ async def time_tools(work: Path, drawn: dict[str, list[str]]) -> dict[str, list[
     return seconds
 
 
-async def time_overlay(work: Path) -> dict[str, Any]:
+async def time_overlay(work: Path, db: Path) -> dict[str, Any]:
     """Clean call, first dirty call, cached dirty call; per size and tool, interleaved."""
     files = _production_files(work)
     figures: dict[str, Any] = {}
-    async with Client(_server(work)) as client:
+    async with Client(_server(work, db)) as client:
         await client.call_tool("search_code", {"query": "warm up the index and the model"})
         await client.call_tool("find_callers", {"symbol": "sphinx.application.Sphinx"})
         for round_number in range(OVERLAY_ROUNDS):
@@ -183,10 +186,10 @@ def _production_files(work: Path) -> list[Path]:
     return sorted(files, key=lambda p: hashlib.sha256(p.name.encode()).hexdigest())
 
 
-def _server(work: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "pr_context", "mcp", "--repo", str(work)],
-                                 env=_env())
+def _server(work: Path, db: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pr_context", "mcp", "--repo", str(work), "--db", str(db)], env=_env())
 
 
 def _env() -> dict[str, str]:
@@ -264,23 +267,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", default=DEFAULT_SOURCE, help="git URL or path of sphinx")
     parser.add_argument("--doc", type=Path, help="write the Markdown report here")
+    parser.add_argument("--no-embeddings", action="store_true",
+                        help="a lexical index (a quick run; not what the targets are about)")
     args = parser.parse_args()
     load_before = _load()
-    work = prepare(args.source)
+    db_name = "index-lexical.duckdb" if args.no_embeddings else "index.duckdb"
+    work = prepare(args.source, db_name, not args.no_embeddings)
+    db = work / ".pr-context" / db_name
     from pr_context.index.store import IndexStore
 
-    with IndexStore.open_existing(work / ".pr-context" / "index.duckdb") as store:
+    with IndexStore.open_existing(db) as store:
         counts, model = store.counts(), store.manifest.embedding_model  # type: ignore[union-attr]
     figures: dict[str, Any] = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                    f"Python {platform.python_version()}",
         "load_before": load_before, "files": counts["files"] + counts["skipped"],
         "chunks": counts["chunks"], "model": model}
-    figures["initialize_s"] = time_initialize(work)
-    drawn = inputs(work)
-    runner: Callable[[], Awaitable[Any]] = lambda: time_tools(work, drawn)  # noqa: E731
+    figures["initialize_s"] = time_initialize(work, db)
+    drawn = inputs(db)
+    runner: Callable[[], Awaitable[Any]] = lambda: time_tools(work, db, drawn)  # noqa: E731
     figures["tools_s"] = anyio.run(runner)
-    figures["overlay_s"] = anyio.run(lambda: time_overlay(work))
+    figures["overlay_s"] = anyio.run(lambda: time_overlay(work, db))
     figures["load_after"] = _load()
     OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
     OUT_JSON.write_text(json.dumps(figures, indent=2) + "\n")
