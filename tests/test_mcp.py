@@ -384,3 +384,20 @@ def test_a_missing_index_is_a_clear_error(make_repo: Callable[..., GitRepo]) -> 
     served = serve(make_repo(FILES))
     served.db.unlink()
     assert "build it with `pr-context index" in served.error("index_status")
+
+
+def test_binary_invalid_and_broken_files_in_the_overlay(served: Served) -> None:
+    served.repo.write("pkg/blob.py", b"\x00\x01\x02binary\x00" * 100)
+    served.repo.write("pkg/latin.py", b"def caf\xe9():\n    return 'd\xe9j\xe0'\n")
+    served.repo.write("pkg/broken.py", "def half_written(:\n    return\n\ndef fine():\n    pass\n")
+    (served.repo.path / "pkg" / "link.py").symlink_to(served.repo.path / "pkg" / "core.py")
+    assert "no function" in served.error("find_symbol", name="half_written_never")
+    found = items(served.structured("find_symbol", name="fine"))
+    assert found[0]["path"] == "pkg/broken.py" and found[0]["revision"] == "WORKTREE"
+    hits = items(served.structured("search_code", query="binary blob", limit=50))
+    assert all(i["path"] not in ("pkg/blob.py", "pkg/link.py") for i in hits)
+    assert "outside the index's path policy (binary)" in served.error(
+        "read_range", path="pkg/blob.py", start_line=1, end_line=1)
+    status = served.structured("index_status")
+    assert {d["path"] for d in status["dirty_files"]} == {
+        "pkg/blob.py", "pkg/latin.py", "pkg/broken.py", "pkg/link.py"}
