@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -59,10 +60,41 @@ SymbolName = Annotated[str, Field(min_length=1, max_length=500,
                                               "short name")]
 
 
+class _Server(MCPServer):
+    """MCPServer that starts loading the index when a client first lists the tools.
+
+    Clients list the tools right after ``initialize`` and then spend seconds before the
+    first call; the search corpus loads in that time instead of in the first call's.
+    """
+
+    def __init__(self, workspace: Workspace) -> None:
+        super().__init__("pr-context", instructions=_INSTRUCTIONS, version=__version__,
+                         log_level="WARNING")
+        self._workspace = workspace
+        self._warming: threading.Thread | None = None
+
+    async def list_tools(self) -> list[Any]:
+        if self._warming is None:
+            self._warming = threading.Thread(target=_warm_up, args=(self._workspace,),
+                                             name="index-warm-up", daemon=True)
+            self._warming.start()
+        return await super().list_tools()
+
+
+def _warm_up(workspace: Workspace) -> None:
+    """Load the search corpus of the current view; a failure is the first call's to say."""
+    with workspace.lock:
+        try:
+            workspace.view(Deadline(workspace.settings.deadline_s)).corpus.prepare()
+        except PrContextError:
+            pass  # best effort: the first tool call meets the same error and reports it
+        finally:
+            workspace.release()
+
+
 def build_server(workspace: Workspace) -> MCPServer:
     """An MCP server whose tools read ``workspace``."""
-    server = MCPServer("pr-context", instructions=_INSTRUCTIONS, version=__version__,
-                       log_level="WARNING")
+    server = _Server(workspace)
     searchers: list[Searcher] = []
 
     def run(work: Callable[[View, Deadline], ToolResult]) -> CallToolResult:
