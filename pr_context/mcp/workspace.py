@@ -148,7 +148,10 @@ class Workspace:
         self._builder = OverlayBuilder(repo, settings.max_dirty_files)
         self._manifest: tuple[object, Manifest] | None = None
         self._policies: dict[str, PathPolicy] = {}
-        self._cached: _Cached | None = None
+        # The view of the index alone and the latest overlaid one: reverting the working
+        # tree's edits returns to the first without loading anything again.
+        self._views: dict[bool, _Cached] = {}
+        self._current: View | None = None
         self._scratch: Path | None = None
 
     def view(self, deadline: Deadline) -> View:
@@ -163,12 +166,13 @@ class Workspace:
         overlay = self._builder.build(manifest.revision, changes, self.db,
                                       self.policy(manifest.revision), embedder, deadline)
         key = (manifest.build_id, overlay.fingerprint, notes)
-        if self._cached is None or self._cached.key != key:
-            if self._cached is not None:
-                self._cached.view.release()
-            self._cached = _Cached(key, View(self.repo, self.db, manifest, overlay, head,
-                                             notes))
-        return self._cached.view
+        slot = overlay.empty
+        cached = self._views.get(slot)
+        if cached is None or cached.key != key:
+            cached = self._views[slot] = _Cached(key, View(self.repo, self.db, manifest,
+                                                           overlay, head, notes))
+        self._current = cached.view
+        return cached.view
 
     def embedder(self, manifest: Manifest) -> Embedder | None:
         """The index's own model (loaded only when something is embedded)."""
@@ -213,8 +217,8 @@ class Workspace:
 
     def release(self) -> None:
         """End of a call: the index file and git reader it opened are closed."""
-        if self._cached is not None:
-            self._cached.view.release()
+        if self._current is not None:
+            self._current.release()
 
     def close(self) -> None:
         self.release()
