@@ -401,3 +401,11 @@ def test_binary_invalid_and_broken_files_in_the_overlay(served: Served) -> None:
     status = served.structured("index_status")
     assert {d["path"] for d in status["dirty_files"]} == {
         "pkg/blob.py", "pkg/latin.py", "pkg/broken.py", "pkg/link.py"}
+
+
+def test_the_index_file_itself_is_no_change(served: Served) -> None:
+    (served.repo.path / ".git" / "info" / "exclude").write_text("", encoding="utf-8")
+    served.repo.write("data/dump.csv", "x," * 600_000)  # too large for the path policy
+    status = served.structured("index_status")
+    assert {d["path"] for d in status["dirty_files"]} == {"data/dump.csv"}
+    assert status["overlaid"] == 0 and status["stale"] is False

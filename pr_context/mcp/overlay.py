@@ -28,7 +28,7 @@ from pr_context.mcp import DEFAULT_MAX_DIRTY_FILES
 from pr_context.mcp.bounds import Deadline
 from pr_context.mcp.paths import PathRefusedError, confine
 from pr_context.models import FileEntry
-from pr_context.policy import PathPolicy
+from pr_context.policy import PathPolicy, skip_reason_for_path
 from pr_context.progress import SilentProgress
 
 __all__ = ["DEFAULT_MAX_DIRTY_FILES", "Overlay", "OverlayBuilder"]
@@ -96,6 +96,7 @@ class OverlayBuilder:
             return Overlay(base, tuple(changes), {}, None, frozenset(), True, (note,),
                            fingerprint=f"{base}:stale:{len(changes)}")
         parsed: dict[str, _ParsedFile] = {}
+        done: set[str] = set()  # reflected: re-parsed, or hidden for good reason
         for change in changes:
             if deadline.expired():
                 break
@@ -103,7 +104,7 @@ class OverlayBuilder:
                 found = self._parse(change.path, policy, embedder is not None)
                 if found is not None:
                     parsed[change.path] = found
-        done = {c.path for c in changes if c.path in parsed or c.status == "deleted"}
+            done.add(change.path)
         notes = [] if len(done) == len(changes) else [
             f"{len(changes) - len(done)} changed files were not re-parsed within the "
             "deadline: their indexed content is hidden until a later call"]
@@ -116,10 +117,15 @@ class OverlayBuilder:
                        vectors, frozenset(parsed), bool(notes), tuple(notes), fingerprint)
 
     def _parse(self, path: str, policy: PathPolicy, keep_texts: bool) -> _ParsedFile | None:
-        """The rows of the working tree's file at ``path``; None when it cannot be read
-        or lies outside the repository (its indexed rows are hidden all the same)."""
+        """The rows of the working tree's file at ``path``; None when it cannot be read,
+        lies outside the repository, or the path policy skips it by name or size (it is
+        not even read: an untracked data dump costs nothing). Its indexed rows are
+        hidden all the same."""
         try:
             relative = confine(self.repo.path, path, follow=False)
+            size = os.lstat(self.repo.path / relative).st_size
+            if skip_reason_for_path(policy, relative, size) is not None:
+                return None
             entry, data = _read_worktree_file(self.repo.path, relative)
         except (PathRefusedError, OSError):
             return None

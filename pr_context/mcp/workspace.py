@@ -127,6 +127,14 @@ class View:
             return None
 
 
+def _files_inside(root: Path, files: tuple[Path, ...]) -> frozenset[str]:
+    """The repository paths of ``files`` that lie inside ``root`` (the index itself, when
+    it is kept in an unignored folder of the work tree, is no change to overlay)."""
+    base = root.resolve()
+    return frozenset(p.resolve().relative_to(base).as_posix() for p in files
+                     if p.resolve().is_relative_to(base))
+
+
 @dataclass
 class _Cached:
     key: tuple[object, ...]
@@ -153,6 +161,7 @@ class Workspace:
         self._views: dict[bool, _Cached] = {}
         self._current: View | None = None
         self._scratch: Path | None = None
+        self._own_files = _files_inside(repo.path, (db, Path(f"{db}.wal")))
 
     def view(self, deadline: Deadline) -> View:
         """The index as the working tree has it now, updated to HEAD first if needed.
@@ -162,7 +171,8 @@ class Workspace:
         head = resolve_revision(self.repo, "HEAD")
         manifest, notes = self._current_manifest(head)
         embedder = self.embedder(manifest)
-        changes = worktree_changes(self.repo, Sha(manifest.revision))
+        changes = [c for c in worktree_changes(self.repo, Sha(manifest.revision))
+                   if c.path not in self._own_files]
         overlay = self._builder.build(manifest.revision, changes, self.db,
                                       self.policy(manifest.revision), embedder, deadline)
         key = (manifest.build_id, overlay.fingerprint, notes)
