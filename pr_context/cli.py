@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -22,6 +23,12 @@ from pr_context.evals import LIVE_RETRIEVERS
 from pr_context.git import open_repository
 from pr_context.index.build import COCHANGE_COMMITS, IndexOptions, IndexResult, build_index
 from pr_context.index.shards import parse_shard
+from pr_context.mcp import (
+    DEFAULT_BUDGET_CHARS,
+    DEFAULT_DEADLINE_S,
+    DEFAULT_MAX_DIRTY_FILES,
+    DEFAULT_PORT,
+)
 from pr_context.progress import progress_for
 from pr_context.report import DEFAULT_TOP_K, REVIEW_BUDGET_S
 from pr_context.retrieve import DEFAULT_K
@@ -208,6 +215,101 @@ def _hit_json(hit: SearchHit) -> dict[str, object]:
             "start_line": hit.start_line, "end_line": hit.end_line,
             "revision": hit.revision, "score": hit.score, "chunk_id": hit.chunk_id,
             "kind": hit.kind, "components": hit.components}
+
+
+DEFAULT_DB = Path(".pr-context") / "index.duckdb"  # inside the repository, git-ignored
+
+
+def _default_db(repo: str, db: Path | None) -> Path:
+    return db if db is not None else Path(repo) / DEFAULT_DB
+
+
+def _work_tree_options(command: Callable[..., None]) -> Callable[..., None]:
+    """--repo and --db, as the commands that work in a checkout take them."""
+    command = click.option(
+        "--db", "db", type=click.Path(dir_okay=False, path_type=Path),
+        help="Index file (see `index`); default: REPO/.pr-context/index.duckdb.")(command)
+    return click.option("--repo", default=".", show_default=True,
+                        help="Git work tree.")(command)
+
+
+@cli.command("mcp")
+@_work_tree_options
+@click.option("--http", is_flag=True,
+              help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="HTTP address to bind; other than loopback only with a token in "
+                   "PR_CONTEXT_MCP_TOKEN.")
+@click.option("--port", default=DEFAULT_PORT, show_default=True,
+              type=click.IntRange(1, 65535), help="HTTP port.")
+@click.option("--budget-chars", default=DEFAULT_BUDGET_CHARS, show_default=True,
+              type=click.IntRange(min=2_000), help="Most characters in one answer.")
+@click.option("--deadline", "deadline_s", default=DEFAULT_DEADLINE_S, show_default=True,
+              type=click.FloatRange(min=1.0), help="Seconds of work per call.")
+@click.option("--max-dirty-files", default=DEFAULT_MAX_DIRTY_FILES, show_default=True,
+              type=click.IntRange(min=0),
+              help="Working-tree changes overlaid; past this answers say they are stale.")
+def mcp_command(repo: str, db: Path | None, http: bool, host: str, port: int,
+                budget_chars: int, deadline_s: float, max_dirty_files: int) -> None:
+    """Serve the index to code assistants over MCP (read-only tools).
+
+    Tools: search_code, find_symbol, find_callers, find_tests, find_docs, change_impact,
+    read_range, index_status. Answers come from the index with the working tree's
+    changes overlaid; the index is updated when HEAD moves. Stdio by default (the
+    client starts this command); --http serves 127.0.0.1 with Host/Origin checks.
+    See docs/mcp.md.
+    """
+    from pr_context.mcp.server import serve_http, serve_stdio
+    from pr_context.mcp.workspace import ServerSettings, Workspace
+
+    settings = ServerSettings(budget_chars=budget_chars, deadline_s=deadline_s,
+                              max_dirty_files=max_dirty_files)
+    workspace = Workspace(open_repository(repo), _default_db(repo, db).resolve(), settings)
+    try:
+        if http:
+            serve_http(workspace, host, port, os.environ.get("PR_CONTEXT_MCP_TOKEN") or None)
+        else:
+            serve_stdio(workspace)
+    finally:
+        workspace.close()
+
+
+@cli.group("hook")
+def hook_group() -> None:
+    """Install git hooks that keep the index up to date in the background."""
+
+
+@hook_group.command("install")
+@_work_tree_options
+@click.option("--chain", is_flag=True,
+              help="Keep existing hooks: run them first, then the index update.")
+def hook_install(repo: str, db: Path | None, chain: bool) -> None:
+    """Add post-commit, post-checkout and post-merge hooks that update the index.
+
+    An existing hook that is not pr-context's is never overwritten: without --chain
+    nothing changes and the command fails, saying which hooks exist.
+    """
+    from pr_context.hooks import install_hooks
+
+    repository = open_repository(repo)
+    target = _default_db(repo, db).resolve()
+    for hook in install_hooks(repository, target, sys.executable, chain):
+        kept = f" (runs {hook.chained.name} first)" if hook.chained else ""
+        click.echo(f"installed {hook.path}{kept}")
+
+
+@hook_group.command("update")
+@_work_tree_options
+def hook_update(repo: str, db: Path | None) -> None:
+    """Update the index to HEAD with the settings it was built with (what the hooks run).
+
+    Does nothing when there is no index yet: build it once with `pr-context index`.
+    """
+    from pr_context.hooks import update_index
+
+    result = update_index(open_repository(repo), _default_db(repo, db).resolve(),
+                          progress_for(sys.stderr, quiet=True))
+    click.echo("no index to update" if result is None else _index_summary(result))
 
 
 # Split names as in pr_context.evals.cases.SPLITS (a test keeps them equal); the evals

@@ -26,18 +26,22 @@ __all__ = [
     "PathChange",
     "Repository",
     "TreeChanges",
+    "WorktreeChange",
     "changed_files",
     "changed_paths",
     "commit_exists",
     "fetch",
     "has_remote",
+    "hooks_dir",
     "list_files",
     "merge_base",
     "open_repository",
     "read_blob",
     "read_file_at",
     "resolve_revision",
+    "snapshot_worktree",
     "unified_diff",
+    "worktree_changes",
 ]
 
 ChangeStatus = Literal["added", "modified", "deleted", "renamed", "copied", "type_changed"]
@@ -84,6 +88,23 @@ class TreeChanges:
     removed: list[str]  # paths whose file at the old tree is gone or different, sorted
     files: list[FileEntry]  # files of the new tree that are new or different, by path
     paths: list[PathChange]  # as ``changed_paths`` reports them, in git's order
+
+
+@dataclass(frozen=True)
+class WorktreeChange:
+    """A file of the work tree whose content differs from a commit's."""
+
+    status: Literal["modified", "added", "deleted"]
+    path: str
+
+
+# The snapshot commit of a work tree: a fixed identity and date, so that the same tree
+# on the same parent is the same commit, and nothing of the user's config is needed.
+_SNAPSHOT_ENV = {
+    "GIT_AUTHOR_NAME": "pr-context", "GIT_AUTHOR_EMAIL": "pr-context@localhost",
+    "GIT_COMMITTER_NAME": "pr-context", "GIT_COMMITTER_EMAIL": "pr-context@localhost",
+    "GIT_AUTHOR_DATE": "1970-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "1970-01-01T00:00:00Z",
+}
 
 
 def _run(repo_path: Path, args: Sequence[str], stdin: bytes | None = None,
@@ -150,6 +171,12 @@ def _has_commits(repo: Repository) -> bool:
         return bool(_run(repo.path, ["rev-list", "-n", "1", "--all"]).strip())
     except GitError:
         return False
+
+
+def hooks_dir(repo: Repository) -> Path:
+    """The directory git runs hooks from (``core.hooksPath`` honoured)."""
+    out = _run(repo.path, ["rev-parse", "--git-path", "hooks"]).decode().strip()
+    return (repo.path / out).resolve()
 
 
 def commit_exists(repo: Repository, sha: str) -> bool:
@@ -346,6 +373,44 @@ def unified_diff(
     out = _run(repo.path, ["diff", "-M", f"-U{context}", "--no-color", "--no-ext-diff",
                            "--no-textconv", old, new, "--", *paths])
     return out.decode("utf-8", "replace")
+
+
+def worktree_changes(repo: Repository, sha: Sha) -> list[WorktreeChange]:
+    """Files of the work tree that differ from commit ``sha``, sorted by path.
+
+    Tracked files whose content differs (staged or not) are ``modified``, files ``sha``
+    lacks (staged, or untracked and not ignored) ``added``, files gone from the work tree
+    ``deleted``. Nothing is written, not even git's index.
+    """
+    tracked = _run(repo.path, ["diff", "--name-status", "-z", "--no-renames",
+                               "--no-ext-diff", "--no-textconv", sha, "--"])
+    untracked = _run(repo.path, ["ls-files", "--others", "--exclude-standard", "-z"])
+    kinds: dict[ChangeStatus, Literal["modified", "added", "deleted"]] = {
+        "added": "added", "deleted": "deleted"}
+    changes = {c.path: WorktreeChange(kinds.get(c.status, "modified"), c.path)
+               for c in _parse_name_status(tracked.split(b"\0"))}
+    for raw in untracked.split(b"\0"):
+        if raw:
+            path = raw.decode("utf-8", "surrogateescape")
+            changes[path] = WorktreeChange("added", path)
+    return [changes[p] for p in sorted(changes)]
+
+
+def snapshot_worktree(repo: Repository, parent: Sha) -> Sha:
+    """A commit of the work tree as it is (ignored files left out), child of ``parent``.
+
+    Built in a temporary git index, so the user's index, refs and files are untouched;
+    only unreachable objects are added to the object store (as ``git stash create``
+    does), which git's garbage collection removes in time.
+    """
+    with tempfile.TemporaryDirectory(prefix="pr-context-snapshot-") as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        _run(repo.path, ["read-tree", parent], env=env)
+        _run(repo.path, ["add", "--all", "--", "."], env=env)
+        tree = _run(repo.path, ["write-tree"], env=env).decode().strip()
+    out = _run(repo.path, ["commit-tree", tree, "-p", parent, "-m",
+                           "pr-context: snapshot of the working tree"], env=_SNAPSHOT_ENV)
+    return Sha(out.decode().strip())
 
 
 class CommitHistory:

@@ -57,16 +57,20 @@ from pr_context.report import (
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from pr_context.secrets import redact_secrets
 from pr_context.signatures import call_arguments, python_call_break
+from pr_context.symbols import NamedDefinition, definitions_named
 
 __all__ = [
     "DEFAULT_TOP_K",
     "HEAD_INDEX_NAME",
     "REVIEW_BUDGET_S",
     "Explanation",
+    "IndexSide",
     "ReviewOptions",
     "ReviewOutputs",
+    "analyse_definitions",
     "explain",
     "index_pair",
+    "load_side",
     "review",
     "write_review",
 ]
@@ -107,8 +111,8 @@ class ReviewOutputs:
 
 
 @dataclass(frozen=True)
-class _Side:
-    """One revision's index, loaded once for every symbol."""
+class IndexSide:
+    """One revision's index, loaded once for every symbol (see ``load_side``)."""
 
     sha: str
     graph: SymbolGraph
@@ -234,19 +238,30 @@ def index_pair(repo: Repository, base: Sha, head: Sha, db: Path, out_dir: Path,
 def _definitions_named(db: Path, name: str) -> list[ChangedSymbol]:
     """Head definitions ``name`` designates, best first, as unchanged symbols."""
     with IndexStore.open_existing(db) as store:
-        rows = store.query(
-            "SELECT d.path, d.name, d.qualified_name, d.kind, d.start_line, d.end_line, "
-            "coalesce(f.role, 'production') FROM definitions d JOIN files f USING (path) "
-            "WHERE d.qualified_name = ? OR d.qualified_name LIKE ? ESCAPE '\\' OR d.name = ?",
-            [name, "%." + name.replace("%", "\\%").replace("_", "\\_"), name])
-    exact = [r for r in rows if r[2] == name]
-    ranked = sorted(exact or rows, key=lambda r: (r[6] != "production", len(r[0]), r[0], r[4]))
-    return [ChangedSymbol(
-        path=path, old_path=None, symbol=short, qualified_name=qualified,
-        old_qualified_name=None, kind=kind,
-        change="modified", cosmetic=False, start_line=start, end_line=end,
+        return [unchanged_symbol(d) for d in definitions_named(store, name)]
+
+
+def unchanged_symbol(d: NamedDefinition) -> ChangedSymbol:
+    """A definition as a symbol to analyse that no diff changed."""
+    return ChangedSymbol(
+        path=d.path, old_path=None, symbol=d.name, qualified_name=d.qualified_name,
+        old_qualified_name=None, kind=d.kind,
+        change="modified", cosmetic=False, start_line=d.start_line, end_line=d.end_line,
         old_signature=None, new_signature=None, parameter_changes=(), changed_lines=())
-        for path, short, qualified, kind, start, end, _ in ranked]
+
+
+def analyse_definitions(repo: Repository, side: IndexSide,
+                        definitions: Iterable[NamedDefinition],
+                        budget_s: float = REVIEW_BUDGET_S) -> list[SymbolReport]:
+    """Callers, linked tests and docs of definitions no diff changed, on a loaded index.
+
+    Symbols the budget leaves are listed with ``analysed`` False.
+    """
+    symbols = [unchanged_symbol(d) for d in definitions]
+    empty = _PrDiff(frozenset(), {}, {})
+    with _Sources(repo) as sources:
+        reports, _, _ = _analyse_all(symbols, side, None, empty, budget_s, sources)
+    return [dataclasses.replace(r, change="unchanged") for r in reports]
 
 
 def write_review(report: Report, out_dir: Path) -> ReviewOutputs:
@@ -289,17 +304,22 @@ def _build_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
     return build_index(repo, head, head_db, options.index_options, embedder, progress)
 
 
-def _load_side(db: Path) -> tuple[_Side, Manifest]:
+def _load_side(db: Path) -> tuple[IndexSide, Manifest]:
     with IndexStore.open_existing(db) as store:
         assert store.manifest is not None
-        spans: dict[str, tuple[int, int]] = {}
-        for name, start, end in store.query(
-                "SELECT qualified_name, start_line, end_line FROM definitions "
-                "ORDER BY path, ordinal"):
-            spans.setdefault(name, (start, end))
-        side = _Side(store.manifest.revision, load_graph(store), load_link_index(store),
-                     load_corpus(store), spans)
-        return side, store.manifest
+        return load_side(store), store.manifest
+
+
+def load_side(store: IndexStore, corpus: SearchCorpus | None = None) -> IndexSide:
+    """Everything the analysis reads from ``store``; ``corpus`` when already loaded."""
+    assert store.manifest is not None
+    spans: dict[str, tuple[int, int]] = {}
+    for name, start, end in store.query(
+            "SELECT qualified_name, start_line, end_line FROM definitions "
+            "ORDER BY path, ordinal"):
+        spans.setdefault(name, (start, end))
+    return IndexSide(store.manifest.revision, load_graph(store), load_link_index(store),
+                     corpus or load_corpus(store), spans)
 
 
 def _file_roles(db: Path) -> dict[str, str]:
@@ -329,7 +349,7 @@ def _pr_diff(repo: Repository, base: Sha, head: Sha) -> _PrDiff:
 
 
 def _analyse_all(
-    symbols: list[ChangedSymbol], head: _Side, base: _Side | None, pr: _PrDiff,
+    symbols: list[ChangedSymbol], head: IndexSide, base: IndexSide | None, pr: _PrDiff,
     budget_s: float, sources: _Sources,
 ) -> tuple[list[SymbolReport], list[Evidence], int]:
     """Every symbol's report, all linked tests, and how many symbols the budget skipped."""
@@ -368,7 +388,7 @@ def _symbol_report(change: ChangedSymbol, callers: Iterable[EvidenceItem],
         cosmetic=change.cosmetic, analysed=analysed)
 
 
-def _caller_items(change: ChangedSymbol, holder: _Side, head: _Side, pr: _PrDiff,
+def _caller_items(change: ChangedSymbol, holder: IndexSide, head: IndexSide, pr: _PrDiff,
                   sources: _Sources) -> list[EvidenceItem]:
     """Callers ranked with the ones the PR left on a broken signature first."""
     at_base = holder is not head
@@ -410,7 +430,7 @@ def _with_changed_tests(selected: list[str], pr: _PrDiff,
     return [*selected, *changed]
 
 
-def _callers(change: ChangedSymbol, side: _Side, sources: _Sources) -> list[Caller]:
+def _callers(change: ChangedSymbol, side: IndexSide, sources: _Sources) -> list[Caller]:
     """Call sites of a definition; the sites reading a module-level variable."""
     if change.kind == "variable":
         return readers_of(side.graph.tables, change.qualified_name,
@@ -425,7 +445,7 @@ def _callers(change: ChangedSymbol, side: _Side, sources: _Sources) -> list[Call
             if c.how == "graph" or side.links.roles.get(c.path) in _TEST_FILE_ROLES]
 
 
-def _call_problem(change: ChangedSymbol, caller: Caller, side: _Side,
+def _call_problem(change: ChangedSymbol, caller: Caller, side: IndexSide,
                   sources: _Sources) -> str | None:
     """Why the call needs an update ("" when not said more precisely), or None: it fits.
 
@@ -451,7 +471,7 @@ def _needs_base(change: ChangedSymbol) -> bool:
     return change.change == "removed" or change.old_qualified_name is not None
 
 
-def _left_on_old_name(change: ChangedSymbol, base: _Side, head: _Side,
+def _left_on_old_name(change: ChangedSymbol, base: IndexSide, head: IndexSide,
                       pr: _PrDiff) -> list[EvidenceItem]:
     """Base callers of a renamed or moved symbol's old name that the PR left as they were.
 
@@ -520,7 +540,7 @@ class _Sources:
         return self._blobs[key]
 
 
-def _caller_updated(caller: Caller, at_base: bool, head: _Side, pr: _PrDiff) -> bool:
+def _caller_updated(caller: Caller, at_base: bool, head: IndexSide, pr: _PrDiff) -> bool:
     """The PR edited the call's line (or, at base, deleted the caller's file)."""
     if at_base:
         return (caller.path not in head.links.roles
@@ -528,7 +548,7 @@ def _caller_updated(caller: Caller, at_base: bool, head: _Side, pr: _PrDiff) -> 
     return caller.line in pr.added.get(caller.path, frozenset())
 
 
-def _caller_item(rank: int, caller: Caller, updated: bool, problem: str | None, side: _Side,
+def _caller_item(rank: int, caller: Caller, updated: bool, problem: str | None, side: IndexSide,
                  at_base: bool, pr: _PrDiff) -> EvidenceItem:
     start, end = side.spans.get(caller.enclosing or "", (caller.line, caller.line))
     reason = caller.reason
@@ -544,7 +564,7 @@ def _caller_item(rank: int, caller: Caller, updated: bool, problem: str | None, 
         needs_update=problem is not None)
 
 
-def _link_items(found: list[Evidence], side: _Side, head: _Side) -> list[EvidenceItem]:
+def _link_items(found: list[Evidence], side: IndexSide, head: IndexSide) -> list[EvidenceItem]:
     at_base = side is not head
     return [EvidenceItem(
         rank=rank, path=e.path, symbol=e.symbol, role=e.role, start_line=e.start_line,
@@ -553,7 +573,7 @@ def _link_items(found: list[Evidence], side: _Side, head: _Side) -> list[Evidenc
         status=e.status, node_ids=e.node_ids) for rank, e in enumerate(found, start=1)]
 
 
-def _reason(text: str, side: _Side, at_base: bool) -> str:
+def _reason(text: str, side: IndexSide, at_base: bool) -> str:
     line = redact_secrets(" ".join(text.split()))
     if len(line) > MAX_REASON_CHARS:
         line = line[:MAX_REASON_CHARS - 1] + "…"

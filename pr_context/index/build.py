@@ -46,7 +46,8 @@ from pr_context.policy import (
 )
 from pr_context.progress import Progress
 
-__all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index", "complete_index"]
+__all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index",
+           "complete_index", "policy_at"]
 
 COCHANGE_COMMITS = 500  # history window mined for files changed together
 PARSE_WORKERS = 2  # the runners this targets have 2 cores
@@ -204,13 +205,13 @@ def _listing(repo: Repository, sha: Sha, options: IndexOptions,
     them all and keeps its share.
     """
     entries = list_files(repo, sha) if new_file or options.shard else None
-    policy = _policy_at(repo, sha, options)
+    policy = policy_at(repo, sha, options)
     if options.shard is not None and entries is not None:
         entries = shard_entries(entries, policy, options.shard)
     return entries, policy
 
 
-def _policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
+def policy_at(repo: Repository, sha: Sha, options: IndexOptions) -> PathPolicy:
     """The path policy: the config file at the indexed revision, plus CLI globs."""
     text = options.config_text
     if text is None:

@@ -18,10 +18,11 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pyarrow as pa
 
-from pr_context.git import SUBMODULE_MODE, SYMLINK_MODE, BlobReader
+from pr_context.git import SUBMODULE_MODE, SYMLINK_MODE
 from pr_context.index.store import TableRows, arrow_table
 from pr_context.languages import language_for_path
 from pr_context.models import Chunk, FileEntry, ParsedFile
@@ -35,11 +36,17 @@ from pr_context.policy import (
 from pr_context.progress import Progress
 from pr_context.roles import classify_path
 
-__all__ = ["ParsePool", "Parsing", "Rows", "skip_reason_by_entry"]
+__all__ = ["BlobSource", "ParsePool", "Parsing", "Rows", "skip_reason_by_entry"]
 
 FREEZE_FILES = 256  # files parsed between conversions of their rows to Arrow
 PARALLEL_MIN_FILES = 48  # below this, starting workers costs more than it saves
 PARSE_CHUNK_FILES = 4  # files per task: small, so a few big files do not idle a worker
+
+
+class BlobSource(Protocol):
+    """Where file contents come from: git's ``BlobReader``, or a work tree's files."""
+
+    def read(self, blob_sha: str) -> bytes: ...
 
 
 @dataclass
@@ -86,7 +93,7 @@ class Parsing:
     while the parent goes on; without, reading and parsing happen in ``rows``.
     """
 
-    def __init__(self, entries: Sequence[FileEntry], blobs: BlobReader, policy: PathPolicy,
+    def __init__(self, entries: Sequence[FileEntry], blobs: BlobSource, policy: PathPolicy,
                  progress: Progress, parsers: ParsePool, keep_texts: bool) -> None:
         self._rows = Rows(keep_texts)
         self._progress = progress
@@ -97,7 +104,7 @@ class Parsing:
             entries = sorted(entries, key=lambda e: -e.size)
         self._results = parsers.map(self._read(entries, blobs, policy), keep_texts)
 
-    def _read(self, entries: Sequence[FileEntry], blobs: BlobReader,
+    def _read(self, entries: Sequence[FileEntry], blobs: BlobSource,
               policy: PathPolicy) -> Iterator[_ParseJob]:
         for entry in entries:
             job = _read_entry(entry, blobs, policy, self._rows)
@@ -136,7 +143,7 @@ class _FileRows:
     digest: str  # of the columns, computed here so that workers share the hashing
 
 
-def _read_entry(entry: FileEntry, blobs: BlobReader, policy: PathPolicy,
+def _read_entry(entry: FileEntry, blobs: BlobSource, policy: PathPolicy,
                 rows: Rows) -> _ParseJob | None:
     """The file's parse job, or None after recording why it is skipped."""
     language = language_for_path(entry.path)

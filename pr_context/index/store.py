@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -209,6 +209,40 @@ class IndexStore:
                              f"run `pr-context index --shard {manifest.shard}` again")
         return manifest
 
+    @classmethod
+    def overlaid(cls, path: Path, hidden: Iterable[str], rows: Mapping[str, pa.Table],
+                 vectors: pa.Table | None = None,
+                 manifest: Manifest | None = None) -> IndexStore:
+        """The built index at ``path`` as it would be with ``hidden`` paths' rows left out
+        and ``rows`` (per table, as ``Rows.tables``) added, in memory, read-only.
+
+        Nothing is written to ``path``; the file is attached read-only until ``close``.
+        ``vectors`` are embeddings rows (text_hash, tokens, truncated, vector) for texts
+        the file has none for; ``manifest``, the file's own, when already read.
+
+        :raises IndexFileError: as ``open_existing``.
+        """
+        if manifest is None:
+            with cls.open_existing(path) as base:
+                manifest = base.manifest
+        assert manifest is not None
+        has_vectors = manifest.embedding_dimension > 0
+        try:
+            con = duckdb.connect(":memory:", config=_DUCKDB_CONFIG)
+            con.execute(f"ATTACH '{_sql_text(str(path))}' AS base (READ_ONLY)")
+            con.register("hidden_paths", pa.table({"path": sorted(set(hidden))},
+                                                   schema=pa.schema([("path", pa.string())])))
+            for table in PATH_TABLES:
+                _overlay_view(con, table, "WHERE path NOT IN (SELECT path FROM hidden_paths)",
+                              rows.get(table))
+            for table in ("manifest", "schema_migrations", *DERIVED_TABLES):
+                _overlay_view(con, table, "", None)
+            if has_vectors:
+                _overlay_view(con, "embeddings", "", vectors)
+        except duckdb.Error as exc:
+            raise IndexFileError(f"cannot read index {path}: {_first_line(exc)}") from exc
+        return cls(path, con, manifest, has_vectors_table=has_vectors)
+
     def __enter__(self) -> IndexStore:
         return self
 
@@ -311,9 +345,8 @@ class IndexStore:
         """
         with self._transaction():
             for path in paths:
-                literal = str(path).replace("'", "''")
                 try:
-                    self._con.execute(f"ATTACH '{literal}' AS shard (READ_ONLY)")
+                    self._con.execute(f"ATTACH '{_sql_text(str(path))}' AS shard (READ_ONLY)")
                     self._copy_shard_rows()
                     self._con.execute("DETACH shard")
                 except duckdb.Error as exc:
@@ -466,6 +499,20 @@ class _Transaction:
             self._con.execute("ROLLBACK")
             if isinstance(exc, duckdb.Error):
                 raise IndexFileError(f"cannot write index {self._path}: {exc}") from exc
+
+
+def _overlay_view(con: duckdb.DuckDBPyConnection, table: str, where: str,
+                  added: pa.Table | None) -> None:
+    """``table`` as a view of the attached base's rows (filtered) plus ``added``."""
+    union = ""
+    if added is not None and added.num_rows:
+        con.register(f"added_{table}", added)
+        union = f" UNION ALL BY NAME SELECT * FROM added_{table}"
+    con.execute(f"CREATE VIEW {table} AS SELECT * FROM base.{table} {where}{union}")
+
+
+def _sql_text(text: str) -> str:
+    return text.replace("'", "''")
 
 
 def arrow_table(columns: TableRows) -> pa.Table:

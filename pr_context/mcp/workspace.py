@@ -1,0 +1,252 @@
+"""The repository and its index as the server sees them on each call.
+
+``Workspace.view`` brings the index to HEAD when HEAD has moved (an incremental
+update, as ``pr-context index`` does), lists the working tree's changes and overlays
+them; a ``View`` then loads what a tool needs (the search corpus, the analysis side)
+once, and is reused while neither the index nor the working tree changes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pr_context.embed import Embedder, SentenceTransformerEmbedder
+from pr_context.errors import BadInputError, GitError, IndexFileError
+from pr_context.git import BlobReader, Repository, resolve_revision, worktree_changes
+from pr_context.index.build import NO_MODEL, IndexOptions, build_index, policy_at
+from pr_context.index.store import IndexStore, Manifest
+from pr_context.mcp.bounds import DEFAULT_BUDGET_CHARS, DEFAULT_DEADLINE_S, Deadline
+from pr_context.mcp.overlay import DEFAULT_MAX_DIRTY_FILES, Overlay, OverlayBuilder
+from pr_context.mcp.schemas import WORKTREE
+from pr_context.models import Sha
+from pr_context.policy import PathPolicy, decode_text
+from pr_context.progress import SilentProgress
+from pr_context.secrets import redact_secrets
+
+if TYPE_CHECKING:
+    from pr_context.retrieve.corpus import SearchCorpus
+    from pr_context.review import IndexSide
+
+__all__ = ["ServerSettings", "View", "Workspace"]
+
+_SHA_CHARS = 40  # a full commit SHA needs no resolving
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    budget_chars: int = DEFAULT_BUDGET_CHARS
+    deadline_s: float = DEFAULT_DEADLINE_S
+    max_dirty_files: int = DEFAULT_MAX_DIRTY_FILES
+    index_options: IndexOptions = field(default_factory=IndexOptions)
+
+
+class View:
+    """The index of one commit with the working tree's changes laid over it."""
+
+    def __init__(self, repo: Repository, db: Path, manifest: Manifest, overlay: Overlay,
+                 head: str, notes: tuple[str, ...]) -> None:
+        self.repo, self.db, self.manifest, self.overlay = repo, db, manifest, overlay
+        self.head = head
+        self.notes = notes + overlay.notes
+        self._texts: dict[tuple[str, str], list[str] | None] = {}
+        self._blobs: BlobReader | None = None  # one git process for the call's reads
+        self._store: IndexStore | None = None
+
+    @property
+    def revision(self) -> str:
+        return self.manifest.revision
+
+    @property
+    def stale(self) -> bool:
+        return self.overlay.stale
+
+    def revision_of(self, path: str) -> str:
+        """WORKTREE for a file the overlay re-parsed, else the indexed commit."""
+        return WORKTREE if path in self.overlay.overlaid else self.revision
+
+    def store(self) -> AbstractContextManager[IndexStore]:
+        """The overlaid index, opened once per call and shared by its reads; the file is
+        closed again by ``release`` so that other processes may update it between calls."""
+        if self._store is None:
+            self._store = self.overlay.store(self.db, self.manifest)
+        return nullcontext(self._store)
+
+    def release(self) -> None:
+        """Close what the call opened: the index file and the git reader."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        if self._blobs is not None:
+            self._blobs.close()
+            self._blobs = None
+
+    @cached_property
+    def corpus(self) -> SearchCorpus:
+        from pr_context.retrieve.corpus import load_corpus  # the first search pays it
+
+        with self.store() as store:
+            return load_corpus(store)
+
+    @cached_property
+    def side(self) -> IndexSide:
+        from pr_context.review import load_side  # graph, links, rendering: on first use
+
+        corpus = self.corpus
+        with self.store() as store:
+            return load_side(store, corpus)
+
+    def lines(self, path: str, revision: str) -> list[str] | None:
+        """The secret-redacted lines of ``path`` at ``revision`` (WORKTREE: on disk)."""
+        key = (path, revision)
+        if key not in self._texts:
+            data = self._read(path, revision)
+            text = redact_secrets(decode_text(data)[0]) if data is not None else None
+            self._texts[key] = text.splitlines() if text is not None else None
+        return self._texts[key]
+
+    def _read(self, path: str, revision: str) -> bytes | None:
+        if revision == WORKTREE:
+            try:
+                return (self.repo.path / path).read_bytes()
+            except OSError:
+                return None
+        if self._blobs is None:
+            self._blobs = BlobReader(self.repo)
+        try:
+            return self._blobs.read(f"{resolve_revision(self.repo, revision)}:{path}"
+                                    if len(revision) != _SHA_CHARS else f"{revision}:{path}")
+        except GitError:
+            return None
+
+
+def _files_inside(root: Path, files: tuple[Path, ...]) -> frozenset[str]:
+    """The repository paths of ``files`` that lie inside ``root`` (the index itself, when
+    it is kept in an unignored folder of the work tree, is no change to overlay)."""
+    base = root.resolve()
+    return frozenset(p.resolve().relative_to(base).as_posix() for p in files
+                     if p.resolve().is_relative_to(base))
+
+
+@dataclass
+class _Cached:
+    key: tuple[object, ...]
+    view: View
+
+
+class Workspace:
+    """One repository and its index file, shared by every call; ``lock`` serialises them."""
+
+    def __init__(self, repo: Repository, db: Path, settings: ServerSettings,
+                 embedder: Embedder | None = None) -> None:
+        """:raises BadInputError: ``repo`` is bare: there is no working tree to serve."""
+        if repo.path.resolve() == repo.git_dir.resolve():
+            raise BadInputError(f"{repo.path} is a bare repository: serve a work tree "
+                                "(a checkout) instead")
+        self.repo, self.db, self.settings = repo, db, settings
+        self.lock = threading.Lock()
+        self._embedder = embedder
+        self._builder = OverlayBuilder(repo, settings.max_dirty_files)
+        self._manifest: tuple[object, Manifest] | None = None
+        self._policies: dict[str, PathPolicy] = {}
+        # The view of the index alone and the latest overlaid one: reverting the working
+        # tree's edits returns to the first without loading anything again.
+        self._views: dict[bool, _Cached] = {}
+        self._current: View | None = None
+        self._scratch: Path | None = None
+        self._own_files = _files_inside(repo.path, (db, Path(f"{db}.wal")))
+
+    def view(self, deadline: Deadline) -> View:
+        """The index as the working tree has it now, updated to HEAD first if needed.
+
+        :raises IndexFileError: there is no usable index file.
+        """
+        head = resolve_revision(self.repo, "HEAD")
+        manifest, notes = self._current_manifest(head)
+        embedder = self.embedder(manifest)
+        changes = [c for c in worktree_changes(self.repo, Sha(manifest.revision))
+                   if c.path not in self._own_files]
+        overlay = self._builder.build(manifest.revision, changes, self.db,
+                                      self.policy(manifest.revision), embedder, deadline)
+        key = (manifest.build_id, overlay.fingerprint, notes)
+        slot = overlay.empty
+        cached = self._views.get(slot)
+        if cached is None or cached.key != key:
+            cached = self._views[slot] = _Cached(key, View(self.repo, self.db, manifest,
+                                                           overlay, head, notes))
+        self._current = cached.view
+        return cached.view
+
+    def embedder(self, manifest: Manifest) -> Embedder | None:
+        """The index's own model (loaded only when something is embedded)."""
+        if manifest.embedding_model == NO_MODEL:
+            return None
+        if self._embedder is None or self._embedder.name != manifest.embedding_model:
+            self._embedder = SentenceTransformerEmbedder(manifest.embedding_model)
+        return self._embedder
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._embedder is not None and "_model" in vars(self._embedder)
+
+    def policy(self, sha: str) -> PathPolicy:
+        """The path policy the index applies at ``sha`` (its config file plus options)."""
+        if sha not in self._policies:
+            self._policies[sha] = policy_at(self.repo, Sha(sha), self.settings.index_options)
+        return self._policies[sha]
+
+    def manifest(self) -> Manifest:
+        """The index file's manifest, read again only when the file changed."""
+        try:
+            stamp: object = tuple((s.st_mtime_ns, s.st_size) for s in map(
+                os.stat, [p for p in (self.db, Path(f"{self.db}.wal")) if p.exists()]))
+        except OSError as exc:
+            raise IndexFileError(f"cannot read index {self.db}: {exc}") from exc
+        if self._manifest is None or self._manifest[0] != stamp:
+            if not self.db.is_file():
+                raise IndexFileError(
+                    f"no index at {self.db}: build it with `pr-context index --repo "
+                    f"{self.repo.path} --rev HEAD --db {self.db}`")
+            with IndexStore.open_existing(self.db) as store:
+                assert store.manifest is not None
+                self._manifest = (stamp, store.manifest)
+        return self._manifest[1]
+
+    def scratch(self) -> Path:
+        """A private temporary directory for reviews, removed by ``close``."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="pr-context-mcp-"))
+        return self._scratch
+
+    def release(self) -> None:
+        """End of a call: the index file and git reader it opened are closed."""
+        if self._current is not None:
+            self._current.release()
+
+    def close(self) -> None:
+        self.release()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def _current_manifest(self, head: str) -> tuple[Manifest, tuple[str, ...]]:
+        """The manifest once the index holds HEAD; when the update cannot run (another
+        process holds the file), the old index with a note: the overlay covers the rest."""
+        manifest = self.manifest()
+        if manifest.revision == head:
+            return manifest, ()
+        try:
+            build_index(self.repo, head, self.db, self.settings.index_options,
+                        self.embedder(manifest), SilentProgress())
+        except (IndexFileError, GitError) as exc:
+            return manifest, (f"the index could not be updated to HEAD {head[:12]} ({exc}); "
+                              f"answers are of {manifest.revision[:12]} with the working "
+                              "tree's differences overlaid",)
+        return self.manifest(), ()
