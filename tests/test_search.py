@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rank_bm25 import BM25Okapi
 
 from pr_context.cli import cli
 from pr_context.git import open_repository
@@ -447,5 +448,22 @@ def test_cli_search_rejects_an_empty_query(make_repo: Callable[..., GitRepo],
 def test_bm25_over_postings_matches_rank_bm25(shop: tuple[Searcher, SearchCorpus]) -> None:
     _, corpus = shop
     terms = tokenize("validate expired refresh token session", drop_stopwords=True)
-    expected = corpus.bm25.get_scores(terms)
+    expected = BM25Okapi([tokenize(t) or ["_"] for t in corpus.texts]).get_scores(terms)
     assert bm25_scores(corpus, terms) == pytest.approx(expected)
+
+
+def test_stored_terms_give_rank_bm25s_model_to_the_bit(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    """The model gathered from the index's stored terms is rank-bm25's over the texts."""
+    _, corpus = shop
+    reference = BM25Okapi([tokenize(t) or ["_"] for t in corpus.texts])
+    model = corpus.bm25
+    assert model.idf == reference.idf and list(model.idf) == list(reference.idf)
+    assert model.doc_len.tolist() == reference.doc_len and model.avgdl == reference.avgdl
+    assert (model.k1, model.b) == (reference.k1, reference.b)
+    for index, frequencies in enumerate(reference.doc_freqs):
+        for term, count in frequencies.items():
+            docs, freqs = corpus.bm25_postings[term]
+            assert freqs[list(docs).index(index)] == count
+    assert sum(len(corpus.bm25_postings[t][0]) for t in corpus.bm25_postings) == sum(
+        len(f) for f in reference.doc_freqs)

@@ -34,6 +34,7 @@ from pr_context.policy import (
     skip_reason_for_path,
 )
 from pr_context.progress import Progress
+from pr_context.retrieve.lexical import chunk_terms
 from pr_context.roles import classify_path
 
 __all__ = ["BlobSource", "ParsePool", "Parsing", "Rows"]
@@ -246,10 +247,16 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
                                    parsed.imports)
     texts: dict[str, str] = {}
     text_hashes: list[object] = []
+    terms: list[object] = []
+    term_counts: list[object] = []
     for c in chunks:
         embed_text = c.embed_text
         text_hash = hashlib.sha256(embed_text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         text_hashes.append(text_hash)
+        # Lexical search reads the same text; counted here, in the parsing workers.
+        chunk_words, chunk_counts = chunk_terms(embed_text)
+        terms.append(chunk_words)
+        term_counts.append(chunk_counts)
         if keep_texts:
             texts[text_hash] = embed_text
     columns: dict[str, dict[str, list[object]]] = {}
@@ -261,7 +268,8 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
             "role": [c.role for c in chunks],
             "start_line": [c.start_line for c in chunks],
             "end_line": [c.end_line for c in chunks], "text": [c.text for c in chunks],
-            "context": [c.context for c in chunks], "text_hash": text_hashes}
+            "context": [c.context for c in chunks], "text_hash": text_hashes,
+            "terms": terms, "term_counts": term_counts}
     if defs:
         columns["definitions"] = {
             "path": [path] * len(defs), "ordinal": list(range(len(defs))),

@@ -51,9 +51,17 @@ _M002_FILE_DIGESTS = """
 CREATE TABLE file_digests (path VARCHAR NOT NULL, digest VARCHAR NOT NULL);
 """
 
+# Each chunk's BM25 terms (distinct, in order of first occurrence) and their counts,
+# counted once when the chunk is indexed: a search process only gathers them.
+_M003_CHUNK_TERMS = """
+ALTER TABLE chunks ADD COLUMN terms VARCHAR[];
+ALTER TABLE chunks ADD COLUMN term_counts INTEGER[];
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_create_tables", _M001_CREATE_TABLES),
     ("m002_file_digests", _M002_FILE_DIGESTS),
+    ("m003_chunk_terms", _M003_CHUNK_TERMS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -71,6 +79,8 @@ ARROW_TYPES: dict[str, pa.DataType] = {
                      "start_line", "syntax_errors"), _NUMBER),
     "decode_errors": pa.bool_(),
     "parameters": pa.list_(_TEXT),
+    "terms": pa.list_(_TEXT),
+    "term_counts": pa.list_(pa.int32()),
 }
 
 
