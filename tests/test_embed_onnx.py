@@ -130,7 +130,10 @@ def test_incremental_update_equals_full_build_with_int8_vectors(
 
 
 def _vectors(db: Path) -> dict[str, list[float]]:
+    """Every stored vector by text hash ({} when nothing was ever embedded)."""
     with IndexStore.open_existing(db) as store:
+        if not store.embedding_dimension():
+            return {}
         return dict(store.query("SELECT text_hash, vector FROM embeddings"))
 
 

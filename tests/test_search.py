@@ -12,6 +12,7 @@ from rank_bm25 import BM25Okapi
 
 from pr_context.cli import cli
 from pr_context.git import open_repository
+from pr_context.index.store import IndexStore
 from pr_context.pipeline import Searcher
 from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
@@ -467,3 +468,21 @@ def test_stored_terms_give_rank_bm25s_model_to_the_bit(
             assert freqs[list(docs).index(index)] == count
     assert sum(len(corpus.bm25_postings[t][0]) for t in corpus.bm25_postings) == sum(
         len(f) for f in reference.doc_freqs)
+
+
+def test_stored_chunk_uses_give_the_join_of_references_and_chunk_lines(
+        shop: tuple[Searcher, SearchCorpus], tmp_path: Path) -> None:
+    """Each chunk's stored names equal the references on its lines, as a join finds them."""
+    _, corpus = shop
+    with IndexStore.open_existing(tmp_path / "i.duckdb") as store:
+        rows = store.query(
+            "WITH numbered AS (SELECT path, start_line, end_line, "
+            "row_number() OVER (ORDER BY path, ordinal) - 1 AS i FROM chunks) "
+            "SELECT DISTINCT r.name, n.i FROM refs r JOIN numbered n ON r.path = n.path "
+            "AND r.line BETWEEN n.start_line AND n.end_line ORDER BY 1, 2")
+    expected: dict[str, list[int]] = {}
+    for name, index in rows:
+        expected.setdefault(name, []).append(int(index))
+        if "." in name:
+            expected.setdefault(name.rsplit(".", 1)[-1], []).append(int(index))
+    assert rows and corpus.chunks_using == expected

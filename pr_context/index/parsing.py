@@ -8,6 +8,7 @@ DuckDB insert. Each file also gets a digest of its rows, computed where it was p
 
 from __future__ import annotations
 
+import bisect
 import functools
 import gc
 import hashlib
@@ -25,7 +26,7 @@ import pyarrow as pa
 from pr_context.git import SUBMODULE_MODE, SYMLINK_MODE
 from pr_context.index.store import TableRows, arrow_table
 from pr_context.languages import language_for_path
-from pr_context.models import Chunk, FileEntry, ParsedFile
+from pr_context.models import Chunk, FileEntry, ParsedFile, Reference
 from pr_context.parse import parse_file
 from pr_context.policy import (
     PathPolicy,
@@ -269,7 +270,7 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
             "start_line": [c.start_line for c in chunks],
             "end_line": [c.end_line for c in chunks], "text": [c.text for c in chunks],
             "context": [c.context for c in chunks], "text_hash": text_hashes,
-            "terms": terms, "term_counts": term_counts}
+            "terms": terms, "term_counts": term_counts, "uses": _chunk_uses(chunks, refs)}
     if defs:
         columns["definitions"] = {
             "path": [path] * len(defs), "ordinal": list(range(len(defs))),
@@ -294,6 +295,15 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
     # json escapes lone surrogates, so any decoded text hashes.
     digest = hashlib.sha256(json.dumps(columns, separators=(",", ":")).encode()).hexdigest()
     return _FileRows(parsed.role, parsed.syntax_errors, columns, texts, digest)
+
+
+def _chunk_uses(chunks: Sequence[Chunk], refs: Sequence[Reference]) -> list[object]:
+    """Per chunk, the distinct names referenced on its lines, sorted (chunks may nest)."""
+    by_line = sorted(refs, key=lambda r: r.line)
+    lines = [r.line for r in by_line]
+    return [sorted({r.name for r in by_line[bisect.bisect_left(lines, c.start_line):
+                                            bisect.bisect_right(lines, c.end_line)]})
+            for c in chunks]
 
 
 def _chunk_id(path: str, ordinal: int, c: Chunk) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.parse.code_paths import absolute_module, module_path
@@ -124,10 +125,11 @@ def load_corpus(store: IndexStore) -> SearchCorpus:
     assert store.manifest is not None
     arrow = store.read_arrow(
         "SELECT chunk_id, path, symbol, kind, role, start_line, end_line, "
-        "context || chr(10) || text AS body, text_hash, terms, term_counts "
+        "context || chr(10) || text AS body, text_hash, terms, term_counts, uses "
         "FROM chunks ORDER BY path, ordinal")
     terms = (arrow.column("terms"), arrow.column("term_counts"))
-    table = arrow.drop_columns(["terms", "term_counts"]).to_pydict()
+    usages = _usages(arrow.column("uses"))
+    table = arrow.drop_columns(["terms", "term_counts", "uses"]).to_pydict()
     chunks = [
         ChunkInfo(*row)
         for row in zip(table["chunk_id"], table["path"], table["symbol"], table["kind"],
@@ -142,7 +144,7 @@ def load_corpus(store: IndexStore) -> SearchCorpus:
         imports_by_path=_load_imports(store),
         module_of_path=_load_modules(store),
         chunk_terms=terms,
-        chunks_using=_load_usages(store),
+        chunks_using=usages,
     )
     for i, chunk in enumerate(chunks):
         if chunk.symbol:
@@ -186,18 +188,20 @@ def _load_imports(store: IndexStore) -> dict[str, set[str]]:
     return dict(imports)
 
 
-def _load_usages(store: IndexStore) -> dict[str, list[int]]:
-    """identifier -> indexes (in load order) of the chunks whose lines use it."""
-    rows = store.query(
-        "WITH numbered AS (SELECT path, start_line, end_line, "
-        "row_number() OVER (ORDER BY path, ordinal) - 1 AS i FROM chunks) "
-        "SELECT DISTINCT r.name, n.i FROM refs r JOIN numbered n ON r.path = n.path "
-        "AND r.line BETWEEN n.start_line AND n.end_line ORDER BY 1, 2")
+def _usages(uses: pa.ChunkedArray) -> dict[str, list[int]]:
+    """identifier -> indexes (in load order) of the chunks whose lines use it, from each
+    chunk's stored names: in name order, then chunk order."""
+    lists = uses.combine_chunks()
+    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+    pairs = pa.table({"name": lists.flatten(),
+                      "chunk": np.repeat(np.arange(len(lists)), lengths)}).sort_by(
+        [("name", "ascending"), ("chunk", "ascending")])
     usages: dict[str, list[int]] = defaultdict(list)
-    for name, index in rows:
-        usages[name].append(int(index))
+    for name, index in zip(pairs.column("name").to_pylist(),
+                           pairs.column("chunk").to_pylist(), strict=True):
+        usages[name].append(index)
         if "." in name:  # a directive's target: pkg.mod.func also counts as func
-            usages[name.rsplit(".", 1)[-1]].append(int(index))
+            usages[name.rsplit(".", 1)[-1]].append(index)
     return dict(usages)
 
 
