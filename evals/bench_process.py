@@ -18,8 +18,9 @@ Each variant gets its own index of each base revision, built lexically and then 
 random unit vector per chunk text (the search and review cost does not depend on the
 vectors' values; embedding sphinx's 12k chunks for real takes the model an hour here).
 The query vector and, in a review, the vectors of the chunks the pull request changed are
-computed by the real model. Side effects: indexes under ``evals/.cache/bench-process/``,
-raw figures in ``evals/out/bench_process.json``, profiles (``--profile``) beside them.
+computed by the real model. Side effects: the sphinx clone of ``evals/bench_action.py``,
+indexes under ``evals/.cache/bench-process/``, raw figures in
+``evals/out/bench_process.json``, profiles (``--profile``) beside them.
 """
 
 from __future__ import annotations
@@ -41,12 +42,13 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_action import DEFAULT_SOURCE, REPOSITORY, clone
+
 EVALS = Path(__file__).resolve().parent
 ROOT = EVALS.parent
 WORK = EVALS / ".cache" / "bench-process"
 OUT_JSON = EVALS / "out" / "bench_process.json"
-REPOSITORY = "sphinx-doc/sphinx"
-DEFAULT_SOURCE = f"https://github.com/{REPOSITORY}.git"
 # The code before the stored BM25 terms, the tokenizer-only word pieces and the backends.
 DEFAULT_BASELINE = "4edb108672cdfb491fa616bc7839c989764655f9"
 # Merged sphinx pull requests of 10 or 11 files (first-parent commits of master).
@@ -73,15 +75,6 @@ SEED = 20261201
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                           check=True).stdout
-
-
-def clone(source: str) -> Path:
-    target = WORK / "sphinx.git"
-    if not target.is_dir():
-        WORK.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "clone", "--bare", "--quiet", "--no-tags", source,
-                        str(target)], check=True)
-    return target
 
 
 def check_baseline(variant: Variant) -> None:

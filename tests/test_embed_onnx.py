@@ -182,7 +182,7 @@ def test_searching_an_onnx_index_never_imports_torch(
         "print('imported:', heavy)\n")
     done = subprocess.run(
         [sys.executable, "-c", script, "search", "--repo", str(repo.path), "--db", str(db),
-         "--onnx-cache", str(onnx_cache), "--json", "add one to a number"],
+         "--onnx-cache", str(onnx_cache), "--json", "where is `alpha` defined"],
         capture_output=True, text=True, check=True)
     assert "imported: []" in done.stdout
     assert json.loads(done.stdout.split("imported:")[0])[0]["path"] == "a.py"
