@@ -270,7 +270,8 @@ def mcp_command(repo: str, db: Path | None, http: bool, host: str, port: int,
     from pr_context.mcp.workspace import ServerSettings, Workspace
 
     settings = ServerSettings(budget_chars=budget_chars, deadline_s=deadline_s,
-                              max_dirty_files=max_dirty_files)
+                              max_dirty_files=max_dirty_files,
+                              onnx_cache=_onnx_cache(None))
     workspace = Workspace(open_repository(repo), _default_db(repo, db).resolve(), settings)
     try:
         if http:
