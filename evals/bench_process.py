@@ -98,6 +98,28 @@ def baseline_source(revision: str) -> Path:
     return target
 
 
+# The CLI's main() under cProfile, the profile written whatever the exit; argv[1] is
+# the profile's path, the rest the command line.
+_PROFILED = """
+import cProfile, sys
+out = sys.argv.pop(1)
+sys.argv[0] = "pr-context"
+profile = cProfile.Profile()
+profile.enable()
+try:
+    from pr_context.cli import main
+    main()
+except SystemExit as done:
+    code = done.code
+else:
+    code = 0
+finally:
+    profile.disable()
+    profile.dump_stats(out)
+sys.exit(code)
+"""
+
+
 class Variant:
     """One way of running pr-context: a source tree and a backend."""
 
@@ -108,8 +130,9 @@ class Variant:
         # The baseline has no --embedding-backend option: it runs torch.
         extra = ["--embedding-backend", self.backend,
                  "--onnx-cache", str(WORK / "onnx")] if self.backend else []
-        profiler = ["-m", "cProfile", "-o", str(profile)] if profile else []
-        return [sys.executable, *profiler, "-m", "pr_context", *args, *extra]
+        if profile is not None:  # `python -m pr_context` ends in os._exit: no profile left
+            return [sys.executable, "-c", _PROFILED, str(profile), *args, *extra]
+        return [sys.executable, "-m", "pr_context", *args, *extra]
 
     def env(self) -> dict[str, str]:
         # Run from the source folder too: ``-m`` puts the working directory first.
