@@ -286,10 +286,11 @@ def tracked_files(repo: Path, rev: str) -> int:
 # -- measuring ----------------------------------------------------------------------------
 
 
-def run_index(corpus: str, repo: Path, rev: str, db: Path, embeddings: bool) -> Run:
+def run_index(corpus: str, repo: Path, rev: str, db: Path, embeddings: bool,
+              extra: Sequence[str] = ()) -> Run:
     """Run ``pr-context index`` in a child process; time it and read its peak RSS."""
     command = [sys.executable, "-m", "pr_context", "index", "--repo", str(repo),
-               "--rev", rev, "--db", str(db), "--json"]
+               "--rev", rev, "--db", str(db), "--json", *extra]
     if not embeddings:
         command.append("--no-embeddings")
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:

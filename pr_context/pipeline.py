@@ -7,12 +7,19 @@ choosing the embedder an index needs and keeping loaded corpora for reuse.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from pr_context.embed import DEFAULT_MODEL, Embedder, SentenceTransformerEmbedder
+from pr_context.embed import (
+    DEFAULT_BACKEND,
+    DEFAULT_MODEL,
+    Embedder,
+    backend_variant,
+    make_embedder,
+)
 from pr_context.errors import EmbeddingError, IndexFileError
 from pr_context.git import Repository, resolve_revision
 from pr_context.index.build import NO_MODEL, IndexOptions, IndexResult, build_index
@@ -23,7 +30,8 @@ from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from pr_context.retrieve.fusion import intent_words
 from pr_context.retrieve.tokens import plain_words, proper_names, technology_names
 
-__all__ = ["Searcher", "embedder_for", "existing_model"]
+__all__ = ["EmbeddingChoice", "Searcher", "default_onnx_cache", "embedder_for",
+           "existing_model"]
 
 # A past participle, an -ize verb or an adverb says how something is done ("tokenized",
 # "hyphenated", "serialize"), and code names that otherwise: absent from the codebase, it
@@ -32,24 +40,52 @@ __all__ = ["Searcher", "embedder_for", "existing_model"]
 _DESCRIBES_HOW = re.compile(r"(?:ed|ly|i[sz](?:e|es))$", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class EmbeddingChoice:
+    """How to embed, as asked: None for the index's own model and backend."""
+
+    model: str | None
+    backend: str | None
+    onnx_cache: Path  # where ONNX exports are kept
+
+
+def default_onnx_cache(environ: Mapping[str, str]) -> Path:
+    """A user cache folder for ONNX exports: $XDG_CACHE_HOME/pr-context/onnx."""
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pr-context" / "onnx"
+
+
 def existing_model(db: Path) -> str | None:
     """The embedding model an existing index was built with, if it can be read."""
+    existing = _existing_embedder(db)
+    return existing[0] if existing else None
+
+
+def _existing_embedder(db: Path) -> tuple[str, str] | None:
     if not db.is_file():
         return None
     try:
         with IndexStore.open_existing(db) as store:
             assert store.manifest is not None
-            return store.manifest.embedding_model
+            return store.manifest.embedder()
     except IndexFileError:  # unreadable: the index command will repair it
         return None
 
 
-def embedder_for(model: str | None, no_embeddings: bool, db: Path) -> Embedder | None:
-    """The embedder to index and search with: explicit choice, else the index's own."""
+def embedder_for(choice: EmbeddingChoice, no_embeddings: bool, db: Path,
+                 warn: Callable[[str], None]) -> Embedder | None:
+    """The embedder to index and search with: explicit choice, else the index's own
+    model and backend, else the defaults. Loads nothing yet."""
     if no_embeddings:
         return None
-    chosen = model or existing_model(db) or DEFAULT_MODEL
-    return None if chosen == NO_MODEL else SentenceTransformerEmbedder(chosen)
+    existing = _existing_embedder(db) if not (choice.model and choice.backend) else None
+    model = choice.model or (existing[0] if existing else None) or DEFAULT_MODEL
+    if model == NO_MODEL:
+        return None
+    same_model = existing is not None and existing[0] == model and existing[1] != NO_MODEL
+    backend = choice.backend or (backend_variant(existing[1]) if existing and same_model
+                                 else DEFAULT_BACKEND)
+    return make_embedder(model, backend, choice.onnx_cache, warn)
 
 
 @dataclass
@@ -96,5 +132,10 @@ class Searcher:
             raise EmbeddingError(
                 f"the index was embedded with {corpus.manifest.embedding_model!r}; "
                 "search it with the same --model")
+        if self.embedder.backend != corpus.manifest.embedding_backend:
+            raise EmbeddingError(
+                f"the index was embedded by the {corpus.manifest.embedding_backend!r} "
+                f"backend, not {self.embedder.backend!r}; search it with the same "
+                "--embedding-backend")
         vector: np.ndarray = self.embedder.embed([query]).vectors[0]
         return vector

@@ -24,7 +24,8 @@ class FakeEmbedder:
     dimension = 256
     max_tokens = 64
 
-    def __init__(self) -> None:
+    def __init__(self, backend: str = "fake") -> None:
+        self.backend = backend
         self.calls: list[list[str]] = []
 
     def embed(self, texts: Sequence[str]) -> Embeddings:

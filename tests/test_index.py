@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from pr_context.cli import cli
-from pr_context.embed import Embeddings
+from pr_context.embed import Embedder, Embeddings
 from pr_context.errors import EmbeddingError, IndexFileError, UnknownRevisionError
 from pr_context.git import open_repository
 from pr_context.index.build import IndexOptions, IndexResult, build_index
@@ -70,7 +70,7 @@ STARTER = {
 }
 
 
-def index(repo: GitRepo, db: Path, rev: str = "HEAD", embedder: FakeEmbedder | None = None,
+def index(repo: GitRepo, db: Path, rev: str = "HEAD", embedder: Embedder | None = None,
           options: IndexOptions | None = None) -> tuple[IndexResult, SilentProgress]:
     progress = SilentProgress()
     result = build_index(open_repository(repo.path), rev, db, options or IndexOptions(),

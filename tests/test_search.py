@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rank_bm25 import BM25Okapi
 
 from pr_context.cli import cli
 from pr_context.git import open_repository
+from pr_context.index.store import IndexStore
 from pr_context.pipeline import Searcher
 from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
@@ -447,5 +449,40 @@ def test_cli_search_rejects_an_empty_query(make_repo: Callable[..., GitRepo],
 def test_bm25_over_postings_matches_rank_bm25(shop: tuple[Searcher, SearchCorpus]) -> None:
     _, corpus = shop
     terms = tokenize("validate expired refresh token session", drop_stopwords=True)
-    expected = corpus.bm25.get_scores(terms)
+    expected = BM25Okapi([tokenize(t) or ["_"] for t in corpus.texts]).get_scores(terms)
     assert bm25_scores(corpus, terms) == pytest.approx(expected)
+
+
+def test_stored_terms_give_rank_bm25s_model_to_the_bit(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    """The model gathered from the index's stored terms is rank-bm25's over the texts."""
+    _, corpus = shop
+    reference = BM25Okapi([tokenize(t) or ["_"] for t in corpus.texts])
+    model = corpus.bm25
+    assert model.idf == reference.idf and list(model.idf) == list(reference.idf)
+    assert model.doc_len.tolist() == reference.doc_len and model.avgdl == reference.avgdl
+    assert (model.k1, model.b) == (reference.k1, reference.b)
+    for index, frequencies in enumerate(reference.doc_freqs):
+        for term, count in frequencies.items():
+            docs, freqs = corpus.bm25_postings[term]
+            assert freqs[list(docs).index(index)] == count
+    assert sum(len(corpus.bm25_postings[t][0]) for t in corpus.bm25_postings) == sum(
+        len(f) for f in reference.doc_freqs)
+
+
+def test_stored_chunk_uses_give_the_join_of_references_and_chunk_lines(
+        shop: tuple[Searcher, SearchCorpus], tmp_path: Path) -> None:
+    """Each chunk's stored names equal the references on its lines, as a join finds them."""
+    _, corpus = shop
+    with IndexStore.open_existing(tmp_path / "i.duckdb") as store:
+        rows = store.query(
+            "WITH numbered AS (SELECT path, start_line, end_line, "
+            "row_number() OVER (ORDER BY path, ordinal) - 1 AS i FROM chunks) "
+            "SELECT DISTINCT r.name, n.i FROM refs r JOIN numbered n ON r.path = n.path "
+            "AND r.line BETWEEN n.start_line AND n.end_line ORDER BY 1, 2")
+    expected: dict[str, list[int]] = {}
+    for name, index in rows:
+        expected.setdefault(name, []).append(int(index))
+        if "." in name:
+            expected.setdefault(name.rsplit(".", 1)[-1], []).append(int(index))
+    assert rows and corpus.chunks_using == expected

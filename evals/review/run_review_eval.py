@@ -218,11 +218,12 @@ def withheld_head(clone: Path, case: Mapping[str, Any]) -> str:
 
 
 def run_review(clone: Path, base: str, head: str, db: Path, out: Path,
-               embeddings: bool = False) -> dict[str, Any]:
+               embeddings: bool = False, backend: str = "torch") -> dict[str, Any]:
     """``pr-context review`` through its CLI; returns evidence.json."""
+    model = ["--embedding-backend", backend] if embeddings else ["--no-embeddings"]
     subprocess.run(["pr-context", "review", "--repo", str(clone), "--base", base,
                     "--head", head, "--db", str(db), "--out", str(out),
-                    *([] if embeddings else ["--no-embeddings"]), "--json", "--quiet"],
+                    *model, "--json", "--quiet"],
                    check=True, capture_output=True, text=True)
     evidence: dict[str, Any] = json.loads((out / "evidence.json").read_text(encoding="utf-8"))
     return evidence
@@ -363,14 +364,15 @@ class CaseResult:
 
 
 def evaluate_case(case: Mapping[str, Any], clone: Path, cache: Path, out: Path,
-                  with_jedi: bool, embeddings: bool = False
+                  with_jedi: bool, embeddings: bool = False, backend: str = "torch"
                   ) -> tuple[CaseResult, list[CallerCheck]]:
     started = time.perf_counter()
     head = withheld_head(clone, case)
-    suffix = "-model" if embeddings else ""
+    suffix = ("-model" + ("" if backend == "torch" else f"-{backend}")) if embeddings else ""
     db = cache / "db" / (case["repo"].replace("/", "+") + suffix + ".duckdb")
     db.parent.mkdir(parents=True, exist_ok=True)
-    evidence = run_review(clone, case["base"], head, db, out / case["id"], embeddings)
+    evidence = run_review(clone, case["base"], head, db, out / case["id"], embeddings,
+                          backend)
     symbols = evidence["changed_symbols"]
     result = CaseResult(case["id"], case["repo"], len(symbols))
     files = tree_files(clone, head)
@@ -591,6 +593,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embeddings", action="store_true",
                         help="review with the default embedding model, as the action does "
                              "(slower: the first case of each repository embeds it)")
+    parser.add_argument("--embedding-backend", default="torch",
+                        choices=("torch", "onnx", "onnx-int8"),
+                        help="with --embeddings: what runs the model")
     args = parser.parse_args(argv)
     sources = dict(s.split("=", 1) for s in args.source)
     results, checks = [], []
@@ -598,7 +603,8 @@ def main(argv: list[str] | None = None) -> int:
         clone = scratch_clone(case["repo"], sources.get(case["repo"]), args.cache)
         try:
             result, found = evaluate_case(case, clone, args.cache, args.out,
-                                          not args.no_jedi, args.embeddings)
+                                          not args.no_jedi, args.embeddings,
+                                          args.embedding_backend)
         except subprocess.CalledProcessError as exc:
             result, found = CaseResult(case["id"], case["repo"], 0,
                                        error=(exc.stderr or "").strip()[-300:]), []
@@ -609,7 +615,9 @@ def main(argv: list[str] | None = None) -> int:
     # --source only says where to clone from; the figures do not depend on it
     doc = args.doc or Path("docs/review-evaluation.md")
     command = "python evals/review/run_review_eval.py " + " ".join(
-        ["--no-jedi"] * args.no_jedi + ["--embeddings"] * args.embeddings + [f"--doc {doc}"])
+        ["--no-jedi"] * args.no_jedi + ["--embeddings"] * args.embeddings
+        + [f"--embedding-backend {args.embedding_backend}"] * (args.embedding_backend != "torch")
+        + [f"--doc {doc}"])
     report = render_report(results, None if args.no_jedi else checks, command,
                            args.embeddings)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,8 @@ from pr_context.action.outputs import append_summary, write_outputs
 from pr_context.action.publish import publish_review, publishable
 from pr_context.action.settings import ActionRun, ActionSettings
 from pr_context.action.sticky import post_review
-from pr_context.embed import DEFAULT_MODEL
+from pr_context.embed import DEFAULT_MODEL, Embedder
+from pr_context.embed_onnx import EXPORT_VERSION
 from pr_context.errors import (
     ArtifactError,
     BadInputError,
@@ -65,7 +66,7 @@ from pr_context.index.build import NO_MODEL, IndexOptions, build_index
 from pr_context.index.schema import SCHEMA_VERSION
 from pr_context.models import Sha
 from pr_context.parse import PARSER_VERSION
-from pr_context.pipeline import Searcher, embedder_for
+from pr_context.pipeline import EmbeddingChoice, Searcher, embedder_for
 from pr_context.policy import CONFIG_PATH
 from pr_context.progress import Progress
 from pr_context.render import (
@@ -79,6 +80,7 @@ from pr_context.render import (
     render_summary,
 )
 from pr_context.report import Report
+from pr_context.retrieve.lexical import LEXICAL_VERSION
 from pr_context.review import ReviewOptions, explain, index_pair, review, write_review
 
 __all__ = ["API_RETRY", "REPORT_NAME", "index_fingerprint", "prepare", "run_action"]
@@ -131,10 +133,21 @@ def prepare(settings: ActionSettings, env: ActionEnv) -> dict[str, str]:
 
 
 def index_fingerprint(settings: ActionSettings) -> str:
-    """What makes an index file reusable: schema, parser and embedding model."""
+    """What makes an index file reusable: schema, parser, lexical terms, embedding model
+    and backend (the export recipe included; the model's own hash is checked by the
+    index's manifest, which re-embeds when it differs)."""
     model = (settings.model or DEFAULT_MODEL) if settings.embeddings else NO_MODEL
-    text = f"schema={SCHEMA_VERSION};parser={PARSER_VERSION};model={model}"
+    backend = settings.backend if settings.embeddings else NO_MODEL
+    text = (f"schema={SCHEMA_VERSION};parser={PARSER_VERSION};model={model};"
+            f"backend={backend};export={EXPORT_VERSION};lexical={LEXICAL_VERSION}")
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _embedder(settings: ActionSettings, progress: Progress) -> Embedder | None:
+    """The input's model run by the input's backend (the cache key names both)."""
+    choice = EmbeddingChoice(settings.model or DEFAULT_MODEL, settings.backend,
+                             settings.onnx_cache)
+    return embedder_for(choice, not settings.embeddings, settings.db, progress.warn)
 
 
 def _wants_attention(event: CommentEvent) -> bool:
@@ -256,8 +269,7 @@ def _review(settings: ActionSettings, env: ActionEnv, number: int, base_sha: str
     """Review the PR's own changes and publish files and outputs."""
     pull = _pull_revisions(settings, env, number, base_sha, head_sha, record)
     report = review(pull.repo, pull.base, pull.head, settings.db, settings.out,
-                    embedder_for(settings.model, not settings.embeddings, settings.db),
-                    progress, pull.options)
+                    _embedder(settings, progress), progress, pull.options)
     report = dataclasses.replace(report, repository=env.repository)
     outputs = write_review(report, settings.out)
     append_summary(env.step_summary, render_summary(report))
@@ -365,7 +377,7 @@ def _answer(command: SlashCommand, settings: ActionSettings, env: ActionEnv, num
             base_sha: str, head_sha: str, progress: Progress, record: ActionRun) -> str:
     """The reply text for ``search`` or ``explain`` at the PR's head."""
     pull = _pull_revisions(settings, env, number, base_sha, head_sha, record)
-    embedder = embedder_for(settings.model, not settings.embeddings, settings.db)
+    embedder = _embedder(settings, progress)
     if command.verb == "explain":
         try:
             found = explain(pull.repo, pull.base, pull.head, settings.db, settings.out,
@@ -392,8 +404,7 @@ def _on_push(event: PushEvent, settings: ActionSettings, env: ActionEnv,
     _ensure_commits(repo, env, None, (event.sha,))
     options = IndexOptions(config_text=_config_at(repo, Sha(event.sha), settings.config))
     result = build_index(repo, event.sha, settings.db, options,
-                         embedder_for(settings.model, not settings.embeddings, settings.db),
-                         progress)
+                         _embedder(settings, progress), progress)
     how = "updated incrementally" if result.incremental else "built"
     record.outcome = f"indexed {event.sha}"
     append_summary(env.step_summary,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from pr_context.action.annotations import Annotation
+from pr_context.embed import DEFAULT_BACKEND
 from pr_context.errors import BadInputError
 from pr_context.policy import CONFIG_PATH
 from pr_context.report import DEFAULT_TOP_K
@@ -35,6 +36,8 @@ class ActionSettings:
     config: str = CONFIG_PATH  # path in the repository, read at the base revision
     model: str | None = None  # None: the bundled default
     embeddings: bool = True
+    backend: str = DEFAULT_BACKEND  # what runs the model (embed.EMBEDDING_BACKENDS)
+    onnx_cache: Path = Path.home() / ".cache" / "pr-context" / "onnx"  # ONNX exports
     top_k: int = DEFAULT_TOP_K
     comment: Literal["sticky", "off"] = "sticky"
     fail_on: frozenset[str] = frozenset()

@@ -45,6 +45,7 @@ from pr_context.policy import (
     policy_from_config,
 )
 from pr_context.progress import Progress
+from pr_context.retrieve.lexical import LEXICAL_VERSION
 
 __all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index",
            "complete_index", "policy_at"]
@@ -189,9 +190,11 @@ def _wanted_manifest(policy: PathPolicy, options: IndexOptions,
         schema_version=SCHEMA_VERSION,
         parser_version=PARSER_VERSION,
         embedding_model=embedder.name if embedder else NO_MODEL,
+        embedding_backend=embedder.backend if embedder else NO_MODEL,
         path_policy=json.dumps(policy.describe(), sort_keys=True),
         policy_fingerprint=policy.fingerprint(),
         cochange_commits=options.cochange_commits,
+        lexical_version=LEXICAL_VERSION,
         shard=str(options.shard) if options.shard is not None else "",
     )
 

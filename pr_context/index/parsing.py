@@ -8,6 +8,7 @@ DuckDB insert. Each file also gets a digest of its rows, computed where it was p
 
 from __future__ import annotations
 
+import bisect
 import functools
 import gc
 import hashlib
@@ -25,7 +26,7 @@ import pyarrow as pa
 from pr_context.git import SUBMODULE_MODE, SYMLINK_MODE
 from pr_context.index.store import TableRows, arrow_table
 from pr_context.languages import language_for_path
-from pr_context.models import Chunk, FileEntry, ParsedFile
+from pr_context.models import Chunk, FileEntry, ParsedFile, Reference
 from pr_context.parse import parse_file
 from pr_context.policy import (
     PathPolicy,
@@ -34,6 +35,7 @@ from pr_context.policy import (
     skip_reason_for_path,
 )
 from pr_context.progress import Progress
+from pr_context.retrieve.lexical import chunk_terms
 from pr_context.roles import classify_path
 
 __all__ = ["BlobSource", "ParsePool", "Parsing", "Rows", "skip_reason_by_entry"]
@@ -247,10 +249,16 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
                                    parsed.imports)
     texts: dict[str, str] = {}
     text_hashes: list[object] = []
+    terms: list[object] = []
+    term_counts: list[object] = []
     for c in chunks:
         embed_text = c.embed_text
         text_hash = hashlib.sha256(embed_text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         text_hashes.append(text_hash)
+        # Lexical search reads the same text; counted here, in the parsing workers.
+        chunk_words, chunk_counts = chunk_terms(embed_text)
+        terms.append(chunk_words)
+        term_counts.append(chunk_counts)
         if keep_texts:
             texts[text_hash] = embed_text
     columns: dict[str, dict[str, list[object]]] = {}
@@ -262,7 +270,8 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
             "role": [c.role for c in chunks],
             "start_line": [c.start_line for c in chunks],
             "end_line": [c.end_line for c in chunks], "text": [c.text for c in chunks],
-            "context": [c.context for c in chunks], "text_hash": text_hashes}
+            "context": [c.context for c in chunks], "text_hash": text_hashes,
+            "terms": terms, "term_counts": term_counts, "uses": _chunk_uses(chunks, refs)}
     if defs:
         columns["definitions"] = {
             "path": [path] * len(defs), "ordinal": list(range(len(defs))),
@@ -287,6 +296,15 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
     # json escapes lone surrogates, so any decoded text hashes.
     digest = hashlib.sha256(json.dumps(columns, separators=(",", ":")).encode()).hexdigest()
     return _FileRows(parsed.role, parsed.syntax_errors, columns, texts, digest)
+
+
+def _chunk_uses(chunks: Sequence[Chunk], refs: Sequence[Reference]) -> list[object]:
+    """Per chunk, the distinct names referenced on its lines, sorted (chunks may nest)."""
+    by_line = sorted(refs, key=lambda r: r.line)
+    lines = [r.line for r in by_line]
+    return [sorted({r.name for r in by_line[bisect.bisect_left(lines, c.start_line):
+                                            bisect.bisect_right(lines, c.end_line)]})
+            for c in chunks]
 
 
 def _chunk_id(path: str, ordinal: int, c: Chunk) -> str:

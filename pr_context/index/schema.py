@@ -51,9 +51,19 @@ _M002_FILE_DIGESTS = """
 CREATE TABLE file_digests (path VARCHAR NOT NULL, digest VARCHAR NOT NULL);
 """
 
+# Each chunk's BM25 terms (distinct, in order of first occurrence) and their counts,
+# and the distinct names referenced on its lines, found once when the chunk is indexed:
+# a search process only gathers them.
+_M003_CHUNK_LEXICON = """
+ALTER TABLE chunks ADD COLUMN terms VARCHAR[];
+ALTER TABLE chunks ADD COLUMN term_counts INTEGER[];
+ALTER TABLE chunks ADD COLUMN uses VARCHAR[];
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_create_tables", _M001_CREATE_TABLES),
     ("m002_file_digests", _M002_FILE_DIGESTS),
+    ("m003_chunk_lexicon", _M003_CHUNK_LEXICON),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -71,6 +81,9 @@ ARROW_TYPES: dict[str, pa.DataType] = {
                      "start_line", "syntax_errors"), _NUMBER),
     "decode_errors": pa.bool_(),
     "parameters": pa.list_(_TEXT),
+    "terms": pa.list_(_TEXT),
+    "term_counts": pa.list_(pa.int32()),
+    "uses": pa.list_(_TEXT),
 }
 
 

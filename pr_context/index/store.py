@@ -22,6 +22,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from pr_context.embed import TORCH_BACKEND
 from pr_context.errors import IndexFileError, ShardError
 from pr_context.index.schema import (
     ARROW_TYPES,
@@ -72,6 +73,10 @@ class Manifest:
     path_policy: str  # JSON of the policy, for people and artifacts
     policy_fingerprint: str
     cochange_commits: int
+    lexical_version: str  # of the stored BM25 terms (retrieve.lexical)
+    # How the vectors were computed: "torch", or an exported model with its hash
+    # ("onnx-int8:<hash>"); vectors of two backends are never mixed in one file.
+    embedding_backend: str
     revision: str = ""
     build_id: str = ""
     built_at: str = ""
@@ -82,14 +87,18 @@ class Manifest:
         """The fields that must match for an index to be reused."""
         return tuple(getattr(self, n) for n in _SETTINGS)
 
+    def embedder(self) -> tuple[str, str]:
+        """What made the vectors: the model and the backend that ran it."""
+        return self.embedding_model, self.embedding_backend
+
     def describe_mismatch(self, other: Manifest) -> str:
         diffs = [f"{n} {getattr(self, n)!r} != {getattr(other, n)!r}"
                  for n in _SETTINGS if getattr(self, n) != getattr(other, n)]
         return ", ".join(diffs)
 
 
-_SETTINGS = ("schema_version", "parser_version", "embedding_model", "policy_fingerprint",
-             "cochange_commits", "shard")
+_SETTINGS = ("schema_version", "parser_version", "embedding_model", "embedding_backend",
+             "policy_fingerprint", "cochange_commits", "lexical_version", "shard")
 
 
 class EarlyConnection:
@@ -153,11 +162,11 @@ class IndexStore:
             con.close()
             raise _lone_shard(path, manifest)
         if manifest is None and _has_data_tables(tables):
-            keep = _reusable_vectors(con, wanted.embedding_model)
+            keep = _reusable_vectors(con, wanted)
             tables = _reset(con, tables, path, "it was written by another schema version",
                             warn, keep_embeddings=keep)
         elif manifest is not None and manifest.settings() != wanted.settings():
-            keep = manifest.embedding_model == wanted.embedding_model
+            keep = manifest.embedder() == wanted.embedder()
             reason = f"it was built with other settings ({wanted.describe_mismatch(manifest)})"
             tables = _reset(con, tables, path, reason, warn, keep_embeddings=keep)
             manifest = None
@@ -549,21 +558,25 @@ def _read_manifest(con: duckdb.DuckDBPyConnection, tables: set[str]) -> Manifest
 _EMBEDDING_COLUMNS = ["text_hash", "tokens", "truncated", "vector"]
 
 
-def _reusable_vectors(con: duckdb.DuckDBPyConnection, model: str) -> bool:
-    """Whether an older file's vectors were made by ``model`` in today's layout.
+def _reusable_vectors(con: duckdb.DuckDBPyConnection, wanted: Manifest) -> bool:
+    """Whether an older file's vectors were made by ``wanted``'s model and backend, in
+    today's layout.
 
-    Vectors depend only on the text and the model, so a schema upgrade need not
-    re-embed a whole repository.
+    Vectors depend only on the text, the model and the backend, so a schema upgrade
+    need not re-embed a whole repository. Files from before backends were recorded
+    were embedded with torch.
     """
     try:
         columns = [c for (c,) in con.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_name = "
             "'embeddings' ORDER BY ordinal_position").fetchall()]
-        rows = con.execute(
-            "SELECT value FROM manifest WHERE key = 'embedding_model'").fetchall()
+        values = dict(con.execute(
+            "SELECT key, value FROM manifest WHERE key IN "
+            "('embedding_model', 'embedding_backend')").fetchall())
     except duckdb.Error:
         return False
-    return columns == _EMBEDDING_COLUMNS and rows == [(model,)]
+    made_by = (values.get("embedding_model"), values.get("embedding_backend", TORCH_BACKEND))
+    return columns == _EMBEDDING_COLUMNS and made_by == wanted.embedder()
 
 
 def _manifest_from(values: dict[str, str]) -> Manifest | None:

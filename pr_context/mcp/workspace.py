@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pr_context.embed import Embedder, SentenceTransformerEmbedder
+from pr_context.embed import Embedder, backend_variant, make_embedder
 from pr_context.errors import BadInputError, GitError, IndexFileError
 from pr_context.git import BlobReader, Repository, resolve_revision, worktree_changes
 from pr_context.index.build import NO_MODEL, IndexOptions, build_index, policy_at
@@ -46,6 +46,7 @@ class ServerSettings:
     deadline_s: float = DEFAULT_DEADLINE_S
     max_dirty_files: int = DEFAULT_MAX_DIRTY_FILES
     index_options: IndexOptions = field(default_factory=IndexOptions)
+    onnx_cache: Path = Path.home() / ".cache" / "pr-context" / "onnx"  # ONNX exports
 
 
 class View:
@@ -185,16 +186,22 @@ class Workspace:
         return cached.view
 
     def embedder(self, manifest: Manifest) -> Embedder | None:
-        """The index's own model (loaded only when something is embedded)."""
+        """The index's own model run by its own backend (loaded only when something is
+        embedded)."""
         if manifest.embedding_model == NO_MODEL:
             return None
-        if self._embedder is None or self._embedder.name != manifest.embedding_model:
-            self._embedder = SentenceTransformerEmbedder(manifest.embedding_model)
+        if self._embedder is None or self._embedder.name != manifest.embedding_model or (
+                backend_variant(self._embedder.backend)
+                != backend_variant(manifest.embedding_backend)):
+            self._embedder = make_embedder(
+                manifest.embedding_model, backend_variant(manifest.embedding_backend),
+                self.settings.onnx_cache, lambda _: None)
         return self._embedder
 
     @property
     def model_loaded(self) -> bool:
-        return self._embedder is not None and "_model" in vars(self._embedder)
+        loaded = vars(self._embedder) if self._embedder is not None else {}
+        return "_model" in loaded or "_session" in loaded
 
     def policy(self, sha: str) -> PathPolicy:
         """The path policy the index applies at ``sha`` (its config file plus options)."""

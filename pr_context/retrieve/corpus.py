@@ -1,8 +1,8 @@
 """Everything retrieval needs from one index, loaded once and kept in memory.
 
 Loading reads the chunk metadata, the vectors and the definitions and imports in bulk.
-The BM25 model is built on first lexical query (tokenising every chunk is the slow part)
-so a caller that only needs the graph never pays for it.
+The BM25 model is gathered from the terms the index stored for each chunk on first
+lexical query, so a caller that only needs the graph never pays for it.
 """
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.parse.code_paths import absolute_module, module_path
+from pr_context.retrieve.lexical import LexicalModel, Postings, lexical_model
 from pr_context.retrieve.tokens import tokenize
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
-    from rank_bm25 import BM25Okapi
 
 __all__ = ["ChunkInfo", "DefinitionInfo", "SearchCorpus", "load_corpus"]
 
@@ -56,6 +58,8 @@ class SearchCorpus:
     definitions_by_name: dict[str, list[DefinitionInfo]]
     imports_by_path: dict[str, set[str]]  # path -> modules it imports (dotted)
     module_of_path: dict[str, str]  # path -> dotted module of its definitions
+    # Each chunk's stored BM25 terms and their counts (list columns), for ``bm25``.
+    chunk_terms: tuple[pa.ChunkedArray, pa.ChunkedArray]
     chunk_by_symbol: dict[str, list[int]] = field(default_factory=dict)
     # identifier -> chunks that use it (calls, types, doc mentions and directives)
     chunks_using: dict[str, list[int]] = field(default_factory=dict)
@@ -69,26 +73,18 @@ class SearchCorpus:
         return self.manifest.revision
 
     @cached_property
-    def bm25(self) -> BM25Okapi:
-        from rank_bm25 import BM25Okapi
+    def bm25(self) -> LexicalModel:
+        """rank-bm25's BM25Okapi model of the chunks, from the terms the index stored."""
+        return lexical_model(*self.chunk_terms)
 
-        return BM25Okapi([tokenize(t) or ["_"] for t in self.texts])
+    @property
+    def bm25_postings(self) -> Postings:
+        """term -> (chunk indexes, term frequencies): the BM25 model, inverted.
 
-    @cached_property
-    def bm25_postings(self) -> dict[str, tuple[NDArray[np.int32], NDArray[np.float32]]]:
-        """term -> (chunk indexes, term frequencies): rank-bm25's model, inverted.
-
-        rank-bm25 scores a query by scanning every document for every term; walking only
-        the chunks that contain a term gives the same scores at a fraction of the cost.
+        Walking only the chunks that contain a term gives rank-bm25's scores at a
+        fraction of the cost of scanning every chunk for every term.
         """
-        docs: dict[str, list[int]] = defaultdict(list)
-        freqs: dict[str, list[int]] = defaultdict(list)
-        for index, frequencies in enumerate(self.bm25.doc_freqs):
-            for term, count in frequencies.items():
-                docs[term].append(index)
-                freqs[term].append(count)
-        return {term: (np.asarray(docs[term], np.int32), np.asarray(freqs[term], np.float32))
-                for term in docs}
+        return self.bm25.postings
 
     @cached_property
     def name_words(self) -> dict[str, frozenset[str]]:
@@ -127,10 +123,13 @@ class SearchCorpus:
 def load_corpus(store: IndexStore) -> SearchCorpus:
     """Read an index into memory for searching."""
     assert store.manifest is not None
-    table = store.read_arrow(
+    arrow = store.read_arrow(
         "SELECT chunk_id, path, symbol, kind, role, start_line, end_line, "
-        "context || chr(10) || text AS body, text_hash FROM chunks ORDER BY path, ordinal"
-    ).to_pydict()
+        "context || chr(10) || text AS body, text_hash, terms, term_counts, uses "
+        "FROM chunks ORDER BY path, ordinal")
+    terms = (arrow.column("terms"), arrow.column("term_counts"))
+    usages = _usages(arrow.column("uses"))
+    table = arrow.drop_columns(["terms", "term_counts", "uses"]).to_pydict()
     chunks = [
         ChunkInfo(*row)
         for row in zip(table["chunk_id"], table["path"], table["symbol"], table["kind"],
@@ -144,7 +143,8 @@ def load_corpus(store: IndexStore) -> SearchCorpus:
         definitions_by_name=_load_definitions(store),
         imports_by_path=_load_imports(store),
         module_of_path=_load_modules(store),
-        chunks_using=_load_usages(store),
+        chunk_terms=terms,
+        chunks_using=usages,
     )
     for i, chunk in enumerate(chunks):
         if chunk.symbol:
@@ -188,18 +188,20 @@ def _load_imports(store: IndexStore) -> dict[str, set[str]]:
     return dict(imports)
 
 
-def _load_usages(store: IndexStore) -> dict[str, list[int]]:
-    """identifier -> indexes (in load order) of the chunks whose lines use it."""
-    rows = store.query(
-        "WITH numbered AS (SELECT path, start_line, end_line, "
-        "row_number() OVER (ORDER BY path, ordinal) - 1 AS i FROM chunks) "
-        "SELECT DISTINCT r.name, n.i FROM refs r JOIN numbered n ON r.path = n.path "
-        "AND r.line BETWEEN n.start_line AND n.end_line ORDER BY 1, 2")
+def _usages(uses: pa.ChunkedArray) -> dict[str, list[int]]:
+    """identifier -> indexes (in load order) of the chunks whose lines use it, from each
+    chunk's stored names: in name order, then chunk order."""
+    lists = uses.combine_chunks()
+    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+    pairs = pa.table({"name": lists.flatten(),
+                      "chunk": np.repeat(np.arange(len(lists)), lengths)}).sort_by(
+        [("name", "ascending"), ("chunk", "ascending")])
     usages: dict[str, list[int]] = defaultdict(list)
-    for name, index in rows:
-        usages[name].append(int(index))
+    for name, index in zip(pairs.column("name").to_pylist(),
+                           pairs.column("chunk").to_pylist(), strict=True):
+        usages[name].append(index)
         if "." in name:  # a directive's target: pkg.mod.func also counts as func
-            usages[name.rsplit(".", 1)[-1]].append(int(index))
+            usages[name.rsplit(".", 1)[-1]].append(index)
     return dict(usages)
 
 

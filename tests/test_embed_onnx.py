@@ -1,0 +1,188 @@
+"""The ONNX Runtime backends on the real model: exported here, cached, checked, identified."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pr_context.embed import DEFAULT_MODEL, SentenceTransformerEmbedder, make_embedder
+from pr_context.embed_onnx import OnnxEmbedder
+from pr_context.errors import EmbeddingError
+from pr_context.index.store import IndexStore
+from tests.conftest import GitRepo
+from tests.test_index import index, table_dump
+from tests.test_index_property import CONTENTS, apply, step
+
+pytestmark = pytest.mark.model
+
+TEXTS = [
+    "def shipping_cost(weight_kg, distance_km):\n    return 0.5 * weight_kg",
+    "Retry a flaky network call, doubling the wait after each failure.",
+    "class TokenBucket:\n    def take(self, n): ...",
+    "x " * 400,  # past the 256-token limit: truncated
+]
+
+
+@pytest.fixture(scope="session")
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(scope="session")
+def onnx_embedders(onnx_cache: Path) -> dict[str, OnnxEmbedder]:
+    """Both ONNX backends, exported once per session (the int8 one from the fp32 one)."""
+    made = {}
+    for backend in ("onnx", "onnx-int8"):
+        embedder = make_embedder(DEFAULT_MODEL, backend, onnx_cache, lambda _: None)
+        assert isinstance(embedder, OnnxEmbedder)
+        embedder.embed(["export once"])
+        made[backend] = embedder
+    return made
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.asarray((a * b).sum(axis=1))
+
+
+def test_onnx_vectors_agree_with_torch(onnx_embedders: dict[str, OnnxEmbedder],
+                                       real_embedder: SentenceTransformerEmbedder) -> None:
+    reference = real_embedder.embed(TEXTS)
+    full = onnx_embedders["onnx"].embed(TEXTS)
+    int8 = onnx_embedders["onnx-int8"].embed(TEXTS)
+    assert full.token_counts == int8.token_counts == reference.token_counts
+    assert _cosines(full.vectors, reference.vectors).min() > 0.9999
+    assert _cosines(int8.vectors, reference.vectors).min() > 0.98
+    assert np.allclose(np.linalg.norm(int8.vectors, axis=1), 1.0, atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_a_texts_vector_does_not_depend_on_its_batch_mates(
+        onnx_embedders: dict[str, OnnxEmbedder], backend: str) -> None:
+    embedder = onnx_embedders[backend]
+    batched = embedder.embed(TEXTS).vectors
+    for i, text in enumerate(TEXTS):
+        assert np.array_equal(embedder.embed([text]).vectors[0], batched[i])
+
+
+def test_word_pieces_come_from_the_tokenizer_file_without_the_model(
+        onnx_embedders: dict[str, OnnxEmbedder],
+        real_embedder: SentenceTransformerEmbedder) -> None:
+    fresh = SentenceTransformerEmbedder()
+    words = ["bcrypt", "house", "tokenizer", "PostgreSQL", "serialize", "x"]
+    counts = [fresh.word_pieces(w) for w in words]
+    assert "_model" not in vars(fresh)  # counted without loading torch's model
+    assert counts == [len(real_embedder._model.tokenizer.tokenize(w)) for w in words]
+    assert counts == [onnx_embedders["onnx"].word_pieces(w) for w in words]
+
+
+def test_the_backend_is_part_of_the_index_identity_and_switching_re_embeds(
+        onnx_embedders: dict[str, OnnxEmbedder], make_repo: Callable[..., GitRepo],
+        tmp_path: Path) -> None:
+    repo = make_repo({"a.py": CONTENTS[0], "pkg/b.py": CONTENTS[1]})
+    db = tmp_path / "index.duckdb"
+    first, _ = index(repo, db, embedder=onnx_embedders["onnx"])
+    again, _ = index(repo, db, embedder=onnx_embedders["onnx"])
+    switched, progress = index(repo, db, embedder=onnx_embedders["onnx-int8"])
+    assert first.embedded == first.chunks and again.embedded == 0
+    assert switched.embedded == switched.chunks and not switched.incremental
+    assert any("embedding_backend" in w for w in progress.warnings)
+    with IndexStore.open_existing(db) as store:
+        assert store.manifest is not None
+        assert store.manifest.embedding_backend == onnx_embedders["onnx-int8"].backend
+        assert store.manifest.embedding_backend.startswith("onnx-int8:")
+    assert first.digest != switched.digest
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(step, min_size=1, max_size=3))
+def test_incremental_update_equals_full_build_with_int8_vectors(
+        onnx_embedders: dict[str, OnnxEmbedder], commits: list[list[tuple[str, object, str]]]
+        ) -> None:
+    embedder = onnx_embedders["onnx-int8"]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        repo = GitRepo(root / "repo")
+        files = {"a.py": CONTENTS[0]}
+        repo.write("a.py", CONTENTS[0])
+        repo.commit("start")
+        db = root / "incremental.duckdb"
+        index(repo, db, embedder=embedder)
+        for number, ops in enumerate(commits):
+            for op in ops:
+                apply(repo, files, op)
+            repo.commit(f"step {number}")
+            updated, _ = index(repo, db, embedder=embedder)
+            fresh_db = root / f"fresh{number}.duckdb"
+            fresh, _ = index(repo, fresh_db, embedder=embedder)
+            assert updated.digest == fresh.digest
+            assert table_dump(db) == table_dump(fresh_db)
+            assert _vectors(db) == _vectors(fresh_db)
+
+
+def _vectors(db: Path) -> dict[str, list[float]]:
+    """Every stored vector by text hash ({} when nothing was ever embedded)."""
+    with IndexStore.open_existing(db) as store:
+        if not store.embedding_dimension():
+            return {}
+        return dict(store.query("SELECT text_hash, vector FROM embeddings"))
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "missing record", "missing folder"])
+def test_a_damaged_export_is_made_again_with_a_warning(
+        onnx_embedders: dict[str, OnnxEmbedder], onnx_cache: Path, damage: str) -> None:
+    expected = onnx_embedders["onnx-int8"].embed(TEXTS[:2]).vectors
+    folder = next(onnx_cache.glob("onnx-int8-*"))
+    if damage == "corrupt":
+        model = folder / "model.onnx"
+        model.write_bytes(model.read_bytes()[: 1000])
+    elif damage == "missing record":
+        (folder / "export.json").unlink()
+    else:
+        for path in folder.iterdir():
+            path.unlink()
+        folder.rmdir()
+    warnings: list[str] = []
+    embedder = make_embedder(DEFAULT_MODEL, "onnx-int8", onnx_cache, warnings.append)
+    assert np.array_equal(embedder.embed(TEXTS[:2]).vectors, expected)
+    assert len(warnings) == 1 and str(folder) in warnings[0]
+    assert ("corrupt" in warnings[0]) == (damage == "corrupt")
+    record = json.loads((folder / "export.json").read_text())
+    assert record["identity"] == embedder.backend == onnx_embedders["onnx-int8"].backend
+
+
+def test_a_model_the_onnx_backend_cannot_run_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError, match="--embedding-backend torch"):
+        make_embedder(str(tmp_path), "onnx", tmp_path / "cache", lambda _: None)
+    with pytest.raises(EmbeddingError, match="unknown embedding backend"):
+        make_embedder(DEFAULT_MODEL, "tensorflow", tmp_path / "cache", lambda _: None)
+
+
+def test_searching_an_onnx_index_never_imports_torch(
+        onnx_embedders: dict[str, OnnxEmbedder], onnx_cache: Path,
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({"a.py": CONTENTS[0], "pkg/b.py": CONTENTS[1]})
+    db = tmp_path / "index.duckdb"
+    index(repo, db, embedder=onnx_embedders["onnx-int8"])
+    script = (
+        "import sys\n"
+        "from pr_context.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers') "
+        "if m in sys.modules)\n"
+        "print('imported:', heavy)\n")
+    done = subprocess.run(
+        [sys.executable, "-c", script, "search", "--repo", str(repo.path), "--db", str(db),
+         "--onnx-cache", str(onnx_cache), "--json", "where is `alpha` defined"],
+        capture_output=True, text=True, check=True)
+    assert "imported: []" in done.stdout
+    assert json.loads(done.stdout.split("imported:")[0])[0]["path"] == "a.py"
