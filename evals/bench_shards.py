@@ -254,17 +254,15 @@ def count_moves(target: Target) -> dict[str, int]:
     """Files that change shard between a revision ``gap`` first-parent commits back and
     ``rev``, for N = 2 and 4: the part of a shard cache an update must re-parse for
     moves alone (the files it changes come on top). Computed in this process."""
-    from pr_context.git import list_files, open_repository, read_file_at, resolve_revision
+    from pr_context.git import list_files, open_repository, resolve_revision
+    from pr_context.index.build import IndexOptions, policy_at
     from pr_context.index.shards import shard_of
-    from pr_context.policy import CONFIG_PATH, decode_text, policy_from_config
 
     repo = open_repository(target.repo)
 
     def assignment(rev: str, count: int) -> dict[str, int]:
         sha = resolve_revision(repo, rev)
-        data = read_file_at(repo, sha, CONFIG_PATH)
-        policy = policy_from_config(decode_text(data)[0] if data else None, (), ())
-        return shard_of(list_files(repo, sha), policy, count)
+        return shard_of(list_files(repo, sha), policy_at(repo, sha, IndexOptions()), count)
 
     moves: dict[str, int] = {}
     for count in SHARD_COUNTS:
@@ -338,7 +336,8 @@ def digests_equal(results: Results) -> bool:
     return rounds_ok and updates_ok
 
 
-def render_report(results: Results, command: str) -> str:
+def render_report(runs: Sequence[Results], command: str) -> str:
+    results = combine(runs)
     lines = [
         "# Sharded build performance",
         "",
@@ -359,7 +358,7 @@ def render_report(results: Results, command: str) -> str:
         "merge, in an order rotated from round to round; each ratio compares figures of",
         "the same round, and the median over rounds is shown.",
         "",
-        *_conditions(results),
+        *_conditions(runs),
         "",
         "## Summary",
         "",
@@ -378,17 +377,35 @@ def render_report(results: Results, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _conditions(results: Results) -> list[str]:
-    m = results.machine
-    before = ", ".join(f"{v:.1f}" for v in results.load_before)
-    after = ", ".join(f"{v:.1f}" for v in results.load_after)
-    return [
-        f"Conditions: {m['date']}, {m['cpus']} CPUs ({m['cpu model']}), {m['memory']}, "
-        f"Python {m['python']}, pr-context {m['pr-context']} (source "
-        f"{m['pr_context source sha256']}), torch {m['torch']}, duckdb {m['duckdb']}. "
-        f"Load average (1, 5, 15 min) {before} at the start and {after} at the end: "
-        "the machine is shared, so absolute seconds are noisy and only the ratios of one "
-        f"round mean much. The whole run took {results.total_s / 60:.0f} minutes."]
+def _conditions(runs: Sequence[Results]) -> list[str]:
+    lines = []
+    for run in runs:
+        m = run.machine
+        before = ", ".join(f"{v:.1f}" for v in run.load_before)
+        after = ", ".join(f"{v:.1f}" for v in run.load_after)
+        measured = ", ".join([*run.rounds, *(f"{c}/update" for c in run.updates)])
+        lines += [
+            f"Conditions{f' of the run that measured {measured}' if len(runs) > 1 else ''}: "
+            f"{m['date']}, {m['cpus']} CPUs ({m['cpu model']}), {m['memory']}, Python "
+            f"{m['python']}, pr-context {m['pr-context']} (source "
+            f"{m['pr_context source sha256']}), torch {m['torch']}, duckdb {m['duckdb']}. "
+            f"Load average (1, 5, 15 min) {before} at the start and {after} at the end. "
+            f"The run took {run.total_s / 60:.0f} minutes.", ""]
+    return [*lines, "The machine is shared, so absolute seconds are noisy and only the "
+            "ratios of one round mean much."]
+
+
+def combine(runs: Sequence[Results]) -> Results:
+    """The figures of several runs in one report; a later run's figures replace an
+    earlier one's for the same corpus and mode."""
+    combined = Results(quick=runs[-1].quick, machine=runs[-1].machine)
+    for run in runs:
+        combined.rounds.update(run.rounds)
+        combined.files.update(run.files)
+        combined.updates.update(run.updates)
+        combined.moves.update(run.moves)
+        combined.total_s += run.total_s
+    return combined
 
 
 def _rounds_section(results: Results) -> list[str]:
@@ -529,23 +546,28 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="comma-separated corpora also measured with embeddings "
                              "(django's build with embeddings takes over an hour here)")
     parser.add_argument("--out", type=Path, default=None, help="report to write")
-    parser.add_argument("--from-json", type=Path, metavar="JSON",
-                        help="measure nothing: rewrite the report from a run's raw figures")
+    parser.add_argument("--json", type=Path, default=None,
+                        help=f"raw figures to write (default {OUT_JSON.relative_to(ROOT)})")
+    parser.add_argument("--from-json", type=Path, metavar="JSON", nargs="+",
+                        help="measure nothing: write the report from runs' raw figures (a "
+                             "later run's replace an earlier one's for the same corpus)")
     args = parser.parse_args(argv)
     if args.from_json:
-        results = _results_from_json(args.from_json.read_text())
+        runs = [_results_from_json(path.read_text()) for path in args.from_json]
     else:
         with tempfile.TemporaryDirectory(prefix="bench-shards-") as work:
-            results = run_benchmark(args.quick, args.sphinx_source, args.rounds,
-                                    set(filter(None, args.embed_corpora.split(","))),
-                                    Path(work))
-        OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
-        OUT_JSON.with_name(f"bench_shards{'-quick' if results.quick else ''}.json"
-                           ).write_text(_results_json(results))
+            runs = [run_benchmark(args.quick, args.sphinx_source, args.rounds,
+                                  set(filter(None, args.embed_corpora.split(","))),
+                                  Path(work))]
+        json_out = args.json or OUT_JSON.with_name(
+            f"bench_shards{'-quick' if runs[0].quick else ''}.json")
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(_results_json(runs[0]))
+    results = combine(runs)
     out = args.out or (QUICK_REPORT if results.quick else DEFAULT_REPORT)
     command = "python evals/bench_shards.py" + (" --quick" if results.quick else "")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(results, command))
+    out.write_text(render_report(runs, command))
     for name, value, target, met in summary_rows(results):
         _log(f"{name}: {value:.2f}x (target {target:.2f}x, {'met' if met else 'MISSED'})")
     _log(f"digests equal: {digests_equal(results)}; wrote {out}")
