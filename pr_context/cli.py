@@ -302,7 +302,6 @@ def mcp_command(repo: str, db: Path | None, http: bool, host: str, port: int,
     client starts this command); --http serves 127.0.0.1 with Host/Origin checks.
     See docs/mcp.md.
     """
-    from pr_context.mcp.server import serve_http, serve_stdio
     from pr_context.mcp.workspace import ServerSettings, Workspace
 
     settings = ServerSettings(budget_chars=budget_chars, deadline_s=deadline_s,
@@ -311,9 +310,16 @@ def mcp_command(repo: str, db: Path | None, http: bool, host: str, port: int,
     workspace = Workspace(open_repository(repo), _default_db(repo, db).resolve(), settings)
     try:
         if http:
+            from pr_context.mcp.server import serve_http
+
             serve_http(workspace, host, port, os.environ.get("PR_CONTEXT_MCP_TOKEN") or None)
         else:
-            serve_stdio(workspace)
+            from pr_context.mcp.handshake import take_first_line
+
+            first = take_first_line(__version__)  # before the SDK's second of imports
+            from pr_context.mcp.server import serve_stdio
+
+            serve_stdio(workspace, first)
     finally:
         workspace.close()
 

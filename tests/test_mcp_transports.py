@@ -188,3 +188,94 @@ def test_the_command_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
                                str(target)], env=_env(), capture_output=True, timeout=60,
                               stdin=subprocess.DEVNULL)
         assert done.returncode == 2 and says in done.stderr.decode()
+
+
+def _raw_session(repo: GitRepo, lines: list[dict[str, Any] | str]) -> list[dict[str, Any]]:
+    """Every message the stdio process writes for ``lines``, sent at once, in order."""
+    sent = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n"
+                   for line in lines)
+    done = subprocess.run([sys.executable, "-m", "pr_context", "mcp", "--repo",
+                           str(repo.path)], input=sent.encode(), env=_env(),
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    return [json.loads(line) for line in done.stdout.decode().splitlines()]
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def test_stdio_answers_initialize_once_and_serves_the_session_after_it(repo: GitRepo) -> None:
+    answers = _raw_session(repo, [INITIALIZE, INITIALIZED, LIST_TOOLS])
+    assert [a["id"] for a in answers] == [1, 2]
+    assert answers[0]["result"]["serverInfo"]["name"] == "pr-context"
+    assert {t["name"] for t in answers[1]["result"]["tools"]} >= {"search_code", "read_range"}
+
+
+def test_stdio_leaves_other_first_lines_to_the_sdk(repo: GitRepo) -> None:
+    # A malformed first line is the SDK's to judge; the initialize after it is answered
+    # by the SDK, once.
+    answers = _raw_session(repo, ["{not json", INITIALIZE, INITIALIZED, LIST_TOOLS])
+    assert [a["id"] for a in answers] == [1, 2]
+    assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28",
+                                     "1999-01-01"])
+def test_the_early_initialize_answer_is_the_sdks(repo: GitRepo, version: str) -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+    from pr_context import __version__
+    from pr_context.mcp.handshake import HANDSHAKE_VERSIONS, initialize_answer
+
+    assert set(HANDSHAKE_VERSIONS) == set(HANDSHAKE_PROTOCOL_VERSIONS)
+    assert HANDSHAKE_VERSIONS[-1] == LATEST_HANDSHAKE_VERSION
+    request = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": version}}
+    line = json.dumps(request).encode() + b"\n"
+    early = initialize_answer(line, __version__)
+    assert early is not None and early[1] == 1
+    assert json.loads(early[0]) == _sdk_answer(serve(repo), line)
+
+
+def _sdk_answer(served: Any, line: bytes) -> dict[str, Any]:
+    """The SDK's own answer to ``line``, as its stdio transport would write it."""
+    from mcp.shared.message import SessionMessage
+    from mcp_types import jsonrpc_message_adapter
+
+    from pr_context.mcp.server import build_server
+
+    lowlevel = build_server(served.workspace)._lowlevel_server
+
+    async def run() -> dict[str, Any]:
+        to_server, from_client = anyio.create_memory_object_stream[Any](1)
+        to_client, from_server = anyio.create_memory_object_stream[Any](1)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(lowlevel.run, from_client, to_client,
+                             lowlevel.create_initialization_options())
+            await to_server.send(SessionMessage(jsonrpc_message_adapter.validate_json(
+                line, by_name=False)))
+            answer = await from_server.receive()
+            tasks.cancel_scope.cancel()
+        return dict(json.loads(answer.message.model_dump_json(by_alias=True,
+                                                              exclude_unset=True)))
+    return anyio.run(run)
+
+
+@pytest.mark.parametrize("message", [
+    {**INITIALIZE, "id": True},
+    {**INITIALIZE, "id": None},
+    {**INITIALIZE, "jsonrpc": "1.0"},
+    {**INITIALIZE, "method": "ping"},
+    {**INITIALIZE, "params": {"protocolVersion": 2025, "capabilities": {},
+                              "clientInfo": {"name": "t", "version": "1"}}},
+    {**INITIALIZE, "params": {"protocolVersion": "2025-06-18", "capabilities": {"roots": 1},
+                              "clientInfo": {"name": "t", "version": "1"}}},
+    {**INITIALIZE, "params": {"protocolVersion": "2025-06-18", "capabilities": {}}},
+    [INITIALIZE],
+])
+def test_only_a_plain_initialize_is_answered_early(message: object) -> None:
+    from pr_context.mcp.handshake import initialize_answer
+
+    assert initialize_answer(json.dumps(message).encode() + b"\n", "1") is None
+    assert initialize_answer(b"\xff\xfe not json\n", "1") is None
+    assert initialize_answer(b"", "1") is None

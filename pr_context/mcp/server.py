@@ -11,19 +11,31 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    CallToolResult,
+    JSONRPCError,
+    JSONRPCResponse,
+    TextContent,
+    ToolAnnotations,
+    jsonrpc_message_adapter,
+)
+from pydantic import BaseModel, Field, ValidationError
 
 from pr_context import __version__
 from pr_context.errors import BadInputError, PrContextError
 from pr_context.mcp.bounds import MAX_LIMIT, Deadline, cap_line, fit_result
+from pr_context.mcp.handshake import INSTRUCTIONS, SERVER_NAME, FirstLine
 from pr_context.mcp.render import render_range, render_result, render_status
 from pr_context.mcp.schemas import (
     ChangeImpactResult,
@@ -43,16 +55,10 @@ if TYPE_CHECKING:
 
 __all__ = ["LOOPBACK_HOSTS", "build_server", "http_app", "serve_http", "serve_stdio"]
 
+_log = logging.getLogger(__name__)
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False,
                              idempotent_hint=True, open_world_hint=False)
-_INSTRUCTIONS = (
-    "pr-context answers from an index of the repository's last commit with the working "
-    "tree's changes overlaid (items from uncommitted content say revision WORKTREE). "
-    "Lines are 1-based and inclusive. Start with search_code or find_symbol, follow with "
-    "find_callers, find_tests, find_docs and read_range; change_impact reviews your "
-    "uncommitted changes. Every answer fits a budget: 'truncated' says when something "
-    "was left out.")
 _M = TypeVar("_M", bound=BaseModel)
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="most items to return")]
 SymbolName = Annotated[str, Field(min_length=1, max_length=500,
@@ -68,7 +74,7 @@ class _Server(MCPServer):
     """
 
     def __init__(self, workspace: Workspace) -> None:
-        super().__init__("pr-context", instructions=_INSTRUCTIONS, version=__version__,
+        super().__init__(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__,
                          log_level="WARNING")
         self._workspace = workspace
         self._warming: threading.Thread | None = None
@@ -242,9 +248,55 @@ def _fit_range(found: RangeResult, budget: int) -> tuple[RangeResult, str]:
     return found, text
 
 
-def serve_stdio(workspace: Workspace) -> None:
-    """Serve on stdin/stdout until the client closes them."""
-    build_server(workspace).run("stdio")
+def serve_stdio(workspace: Workspace, first: FirstLine | None = None) -> None:
+    """Serve on stdin/stdout until the client closes them; ``first``, the line the
+    client sent first when it was read (and perhaps answered) before the SDK loaded."""
+    server = build_server(workspace)
+    if first is None:
+        server.run("stdio")
+    else:
+        anyio.run(_serve_stdio, server, first)
+
+
+async def _serve_stdio(server: MCPServer, first: FirstLine) -> None:
+    """``MCPServer.run_stdio_async`` with ``first`` replayed ahead of the client's next
+    lines and the SDK's answer to an initialize answered early left out."""
+    lowlevel = server._lowlevel_server  # private: what run_stdio_async drives
+    async with stdio_server() as (from_client, to_client):
+        feed, fed = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        answers, answered = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_replay, first.line, from_client, feed)
+            tasks.start_soon(_forward, answered, to_client, first.answered)
+            await lowlevel.run(fed, answers, lowlevel.create_initialization_options())
+
+
+async def _replay(line: bytes, source: Any, sink: Any) -> None:
+    """``line`` parsed as the SDK's stdio reader parses a line, then everything else."""
+    async with sink:
+        if line:
+            try:
+                await sink.send(SessionMessage(jsonrpc_message_adapter.validate_json(
+                    line.decode("utf-8", errors="replace"), by_name=False)))
+            except ValidationError as exc:
+                await sink.send(exc)
+        async for item in source:
+            await sink.send(item)
+
+
+async def _forward(source: Any, sink: Any, answered: int | str | None) -> None:
+    """The SDK's messages to the client, less its answer to the early initialize."""
+    async with sink:
+        async for item in source:
+            message = item.message
+            if answered is not None and isinstance(message, JSONRPCResponse | JSONRPCError) \
+                    and message.id == answered:
+                answered = None
+                if isinstance(message, JSONRPCError):
+                    _log.warning("the SDK refused the initialize answered early: %s",
+                                 message.error.message)
+                continue
+            await sink.send(item)
 
 
 def http_app(workspace: Workspace, host: str, port: int, token: str | None) -> Any:
