@@ -24,6 +24,11 @@ Rules, per file pair (base path -> head path, following git renames):
 - ``cosmetic`` marks a modification of comments, docstrings or whitespace only; for
   Python the code is compared as an AST, so re-indenting a statement into a block is not
   cosmetic.
+- A change inside a definition nested in a function (the closure a decorator returns, a
+  helper or generator defined in a method, a local class) is a change of the outermost
+  function around it, which is what callers call: that function is reported
+  (``modified`` unless its own change says more), with the nested definitions named in
+  ``changed_inside``; the nested ones are not reported on their own.
 - Python ``@overload`` stubs and TypeScript overload signatures declare one function:
   however many of them changed, it is one symbol spanning them all, with the
   implementation's signature (Java's overloads are distinct methods and stay apart).
@@ -91,6 +96,7 @@ _VARIABLE_ROLES = frozenset({"production"})
 # Languages whose overloads are declarations of one implementation (see _merged_overloads).
 _ONE_IMPLEMENTATION_LANGUAGES = frozenset({"python", "typescript", "tsx"})
 _NAME_SLOT = "\0"
+_FUNCTION_KINDS = frozenset({"function", "method"})
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,8 @@ class ChangedSymbol:
     parameter_changes: tuple[str, ...]  # "added param timeout", "default of x: 1 -> 2", ...
     changed_lines: tuple[int, ...]  # added head lines in its own span (base lines for removed)
     removed_lines: tuple[int, ...] = ()  # removed base lines in its own base span
+    # qualified names of the nested definitions whose change this function stands for
+    changed_inside: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,8 +179,79 @@ def changed_symbols(
         gone += removed
         new += added
     found += _moved_or_one_sided(gone, new)
-    return sorted(_merged_overloads(found),
+    return sorted(_merged_overloads(_folded_into_functions(found, base_files, head_files)),
                   key=lambda s: (s.path, s.start_line, s.end_line, s.qualified_name))
+
+
+def _folded_into_functions(symbols: list[ChangedSymbol], base_files: Mapping[str, SourceFile],
+                           head_files: Mapping[str, SourceFile]) -> list[ChangedSymbol]:
+    """Changes inside definitions nested in a function, reported on that function.
+
+    Nobody calls a closure or a local helper by name: the outermost function around it
+    is what its callers call, so its callers are the ones the change reaches. A nested
+    definition whose function the head no longer has stays as it is.
+    """
+    kept: list[ChangedSymbol] = []
+    nested: dict[tuple[str, str], list[ChangedSymbol]] = {}
+    for symbol in symbols:
+        files = base_files if symbol.change == "removed" else head_files
+        source = files.get(symbol.path)
+        outer = _outer_function(source.parsed.definitions, symbol.qualified_name) \
+            if source else None
+        if outer is None:
+            kept.append(symbol)
+        else:
+            nested.setdefault((symbol.path, outer), []).append(symbol)
+    for (path, outer), inside in nested.items():
+        index = next((i for i, s in enumerate(kept) if s.path == path
+                      and outer in (s.qualified_name, s.old_qualified_name)), None)
+        if index is not None:
+            kept[index] = _changed_inside(kept[index], inside)
+            continue
+        head = head_files.get(path)
+        definition = next((d for d in head.parsed.definitions if d.qualified_name == outer),
+                          None) if head else None
+        if definition is None:
+            kept += inside
+        else:
+            kept.append(_changed_inside(_enclosing_change(path, definition, inside), inside))
+    return kept
+
+
+def _outer_function(definitions: Sequence[Definition], qualified_name: str) -> str | None:
+    """The outermost function or method ``qualified_name`` is nested in, at any depth."""
+    by_name = {d.qualified_name: d for d in definitions}
+    current, outer, seen = by_name.get(qualified_name), None, {qualified_name}
+    while current is not None and current.parent is not None and current.parent not in seen:
+        seen.add(current.parent)
+        current = by_name.get(current.parent)
+        if current is not None and current.kind in _FUNCTION_KINDS:
+            outer = current.qualified_name
+    return outer
+
+
+def _enclosing_change(path: str, d: Definition, inside: list[ChangedSymbol]) -> ChangedSymbol:
+    """A ``modified`` function whose only change is inside its nested definitions."""
+    return ChangedSymbol(
+        path=path, old_path=inside[0].old_path, symbol=d.name, qualified_name=d.qualified_name,
+        old_qualified_name=None, kind=d.kind, change="modified",
+        cosmetic=True, start_line=d.start_line, end_line=d.end_line,
+        old_signature=d.signature, new_signature=d.signature, parameter_changes=(),
+        changed_lines=())
+
+
+def _changed_inside(symbol: ChangedSymbol, inside: list[ChangedSymbol]) -> ChangedSymbol:
+    """``symbol`` standing for the changes of its nested definitions ``inside`` too."""
+    names = [*symbol.changed_inside,
+             *(n for s in inside for n in (s.qualified_name, *s.changed_inside))]
+    live = symbol.change != "removed"
+    return replace(
+        symbol, changed_inside=tuple(dict.fromkeys(names)),
+        cosmetic=symbol.cosmetic and all(s.cosmetic for s in inside),
+        changed_lines=tuple(sorted({*symbol.changed_lines, *(
+            n for s in inside if (s.change != "removed") == live for n in s.changed_lines)})),
+        removed_lines=tuple(sorted({*symbol.removed_lines,
+                                    *(n for s in inside for n in s.removed_lines)})))
 
 
 def _merged_overloads(symbols: list[ChangedSymbol]) -> list[ChangedSymbol]:
@@ -207,7 +286,8 @@ def _one_function(group: list[ChangedSymbol]) -> ChangedSymbol:
             (s.old_signature for s in reversed(group) if s.old_signature), None),
         parameter_changes=tuple(dict.fromkeys(p for s in group for p in s.parameter_changes)),
         changed_lines=tuple(sorted({line for s in live for line in s.changed_lines})),
-        removed_lines=tuple(sorted({line for s in group for line in s.removed_lines})))
+        removed_lines=tuple(sorted({line for s in group for line in s.removed_lines})),
+        changed_inside=tuple(dict.fromkeys(n for s in group for n in s.changed_inside)))
 
 
 def _file_symbols(

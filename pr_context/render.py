@@ -164,6 +164,7 @@ def _block(symbol: SymbolReport, top_k: int, where: _Where) -> dict[str, Any]:
         "location": _location(where, symbol.path, symbol.start_line,
                               where.base if symbol.change == "removed" else where.head),
         "counts": _symbol_counts(symbol),
+        "inside": [n.removeprefix(symbol.qualified_name + ".") for n in symbol.changed_inside],
         "categories": [{"title": title, "entries": [_item_view(where, i)
                                                    for i in items[:top_k]],
                         "more": max(len(items) - top_k, 0)}

@@ -87,6 +87,8 @@ class SymbolReport:
     parameter_changes: tuple[str, ...] = ()
     cosmetic: bool = False
     analysed: bool = True  # False: listed after the time budget ran out
+    # nested definitions (closures, local helpers) the change was in; see changes.py
+    changed_inside: tuple[str, ...] = ()
 
     @property
     def callers_not_updated(self) -> int:
@@ -107,7 +109,7 @@ class SymbolReport:
             "old_path": self.old_path, "old_qualified_name": self.old_qualified_name,
             "old_signature": self.old_signature, "new_signature": self.new_signature,
             "parameter_changes": list(self.parameter_changes), "cosmetic": self.cosmetic,
-            "analysed": self.analysed,
+            "analysed": self.analysed, "changed_inside": list(self.changed_inside),
         }
 
 

@@ -385,7 +385,7 @@ def _symbol_report(change: ChangedSymbol, callers: Iterable[EvidenceItem],
         docs=tuple(docs), old_path=change.old_path,
         old_qualified_name=change.old_qualified_name, old_signature=change.old_signature,
         new_signature=change.new_signature, parameter_changes=change.parameter_changes,
-        cosmetic=change.cosmetic, analysed=analysed)
+        cosmetic=change.cosmetic, analysed=analysed, changed_inside=change.changed_inside)
 
 
 def _caller_items(change: ChangedSymbol, holder: IndexSide, head: IndexSide, pr: _PrDiff,

@@ -583,6 +583,89 @@ def test_edited_doc_comment_belongs_to_the_function_below_it(make_repo: MakeRepo
     assert (symbol.qualified_name, symbol.cosmetic, symbol.changed_lines) == ("p.F", True, (3,))
 
 
+NESTED_PY = '''\
+import functools
+
+
+def deco(f):
+    @functools.wraps(f)
+    def wrapper(*args):
+        return f(*args)
+    return wrapper
+
+
+class Box:
+    def items(self):
+        def gen():
+            yield 1
+        return list(gen())
+
+    def other(self):
+        class Local:
+            def value(self):
+                return 1
+        return Local().value()
+'''
+
+
+@pytest.mark.parametrize(("old", "new", "outer", "inside", "lines"), [
+    # the closure a decorator returns: its callers call deco
+    ("return f(*args)", "return f(*args) + 1", "m.deco", ("m.deco.wrapper",), (7,)),
+    # a generator defined in a method
+    ("yield 1", "yield 2", "m.Box.items", ("m.Box.items.gen",), (14,)),
+    # a method of a class local to a method, at any depth
+    ("return 1\n", "return 2\n", "m.Box.other",
+     ("m.Box.other.Local.value",), (20,)),
+    # a new nested helper
+    ("    return wrapper\n", "    def spare():\n        return 0\n    return wrapper\n",
+     "m.deco", ("m.deco.spare",), (8, 9)),
+])
+def test_a_change_inside_a_nested_function_is_reported_on_the_enclosing_function(
+    make_repo: MakeRepo, old: str, new: str, outer: str, inside: tuple[str, ...],
+    lines: tuple[int, ...],
+) -> None:
+    head = NESTED_PY.replace(old, new, 1)
+    [symbol] = _edit(make_repo, {"m.py": NESTED_PY}, {"m.py": head}).symbols
+    assert (symbol.qualified_name, symbol.change, symbol.changed_inside) == (
+        outer, "modified", inside)
+    assert symbol.changed_lines == lines
+    assert symbol.kind in {"function", "method"}
+
+
+def test_a_nested_change_adds_to_the_enclosing_functions_own_change(
+        make_repo: MakeRepo) -> None:
+    head = NESTED_PY.replace("def deco(f):", "def deco(f, extra=None):").replace(
+        "return f(*args)", "return f(*args) + 1")
+    [symbol] = _edit(make_repo, {"m.py": NESTED_PY}, {"m.py": head}).symbols
+    assert (symbol.qualified_name, symbol.change) == ("m.deco", "signature_changed")
+    assert symbol.parameter_changes == ("added param extra",)
+    assert symbol.changed_inside == ("m.deco.wrapper",)
+
+
+def test_a_removed_nested_function_is_a_change_of_its_function(make_repo: MakeRepo) -> None:
+    head = NESTED_PY.replace("        def gen():\n            yield 1\n", "").replace(
+        "list(gen())", "[1]")
+    [symbol] = _edit(make_repo, {"m.py": NESTED_PY}, {"m.py": head}).symbols
+    assert (symbol.qualified_name, symbol.change) == ("m.Box.items", "modified")
+    assert symbol.changed_inside == ("m.Box.items.gen",)
+    assert symbol.removed_lines == (13, 14, 15)
+
+
+@pytest.mark.parametrize(("path", "base", "old", "new", "outer"), [
+    ("src/m.ts", "export function outer(a: number): number {\n"
+                 "  const inner = (x: number) => x + 1;\n  return inner(a);\n}\n",
+     "x + 1", "x + 2", "src.m.outer"),
+    ("src/m.rs", "fn outer(a: i32) -> i32 {\n    fn helper(y: i32) -> i32 { y * 2 }\n"
+                 "    helper(a)\n}\n", "y * 2", "y * 3", "m.outer"),
+])
+def test_nested_functions_fold_into_their_function_in_other_languages(
+    make_repo: MakeRepo, path: str, base: str, old: str, new: str, outer: str,
+) -> None:
+    [symbol] = _edit(make_repo, {path: base}, {path: base.replace(old, new)}).symbols
+    assert (symbol.qualified_name, symbol.change, len(symbol.changed_inside)) == (
+        outer, "modified", 1)
+
+
 @pytest.mark.parametrize(
     ("patch", "expected"),
     [

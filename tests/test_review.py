@@ -581,3 +581,34 @@ def test_the_tests_to_run_are_separated_by_spaces() -> None:
             "<code>tests/test\\_b.py::test\\_c</code>")
     assert line in render_comment(report).split("\n")
     assert line in render_summary(report).split("\n")
+
+
+DECORATOR_BASE = {
+    "shop/__init__.py": "",
+    "shop/retry.py": ("import functools\n\n\n"
+                      "def retrying(f):\n"
+                      "    @functools.wraps(f)\n"
+                      "    def wrapper(*args):\n"
+                      "        return f(*args)\n"
+                      "    return wrapper\n"),
+    "shop/api.py": ("from shop.retry import retrying\n\n\n"
+                    "@retrying\n"
+                    "def fetch(url):\n"
+                    "    return url\n"),
+}
+
+
+def test_a_change_inside_a_closure_lists_the_decorators_callers(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(DECORATOR_BASE)
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write("shop/retry.py", DECORATOR_BASE["shop/retry.py"].replace(
+        "return f(*args)\n", "return f(*args) or f(*args)\n"))
+    head = repo.commit("retry once")
+    report = run_review(repo, base, head, tmp_path / "db.duckdb", tmp_path / "out")
+    [changed] = load_evidence(tmp_path / "out")["changed_symbols"]
+    assert (changed["qualified_name"], changed["change"], changed["changed_inside"]) == (
+        "shop.retry.retrying", "modified", ["shop.retry.retrying.wrapper"])
+    assert [(c["path"], c["line"]) for c in changed["callers"]] == [("shop/api.py", 4)]
+    assert "· changed inside <code>wrapper</code>" in render_comment(report)
+
