@@ -31,6 +31,7 @@ from pr_context.git import (
 )
 from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph
 from pr_context.graph.readers import readers_of
+from pr_context.graph.tables import CLASS_KINDS
 from pr_context.index.build import IndexOptions, IndexResult, build_index
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.links import (
@@ -408,10 +409,10 @@ def _may_break(change: ChangedSymbol, caller: Caller) -> bool:
     A resolved call, yes. ``self.m()`` that may dispatch to a removed override still
     reaches the base method it resolves to (a changed override's signature may not fit).
     A same-name candidate among several definitions most likely calls another one. A type
-    use (an annotation, a field's type) breaks when the type goes, not when its
-    declaration changes.
+    use (an annotation, a field's type), a class passed as a value or a read of its
+    members (``Color.RED``) breaks when the type goes, not when its declaration changes.
     """
-    if caller.kind == "type":
+    if caller.kind == "type" or (caller.kind == "attribute" and change.kind in CLASS_KINDS):
         return change.change == "removed"
     if caller.candidate is None:
         return True

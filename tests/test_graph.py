@@ -342,12 +342,23 @@ GLOBAL_FILES = {
         "\n"
         "def reset():\n"
         "    global maybe\n"
-        "    maybe = None\n"
+        "    maybe = object()\n"
         "\n"
         "\n"
         "def use():\n"
         "    registry.register(use)\n"  # 21
-        "    maybe.register(use)\n"  # 22: rebound through `global`
+        "    maybe.register(use)\n"  # 22: rebound through `global` to something else
+        "    lazy().register(use)\n"  # 23: a lazily made module-level instance
+        "\n"
+        "\n"
+        "_made = None\n"
+        "\n"
+        "\n"
+        "def lazy():\n"
+        "    global _made\n"
+        "    if _made is None:\n"
+        "        _made = Registry()\n"
+        "    return _made\n"
     ),
     "plugins/__init__.py": "from plugins.core import registry\n",
     "plugins/other.py": (
@@ -912,6 +923,7 @@ def test_module_level_instances_are_typed_receivers(
     assert sites(graphs(GLOBAL_FILES), "plugins.core.Registry.register") == [
         ("plugins/core.py", 10, None, "graph"),
         ("plugins/core.py", 21, "plugins.core.use", "graph"),
+        ("plugins/core.py", 23, "plugins.core.use", "graph"),
         ("plugins/other.py", 5, None, "graph"),
         ("plugins/other.py", 7, "plugins.other.second", "graph"),
         ("plugins/core.py", 22, "plugins.core.use", "lexical"),
@@ -983,3 +995,173 @@ def test_builtin_method_names_give_no_same_name_candidates(
         ("pkg/use.py", 8, "pkg.use.walk", "graph")]  # mapping.items() is a dict's, likely
     assert sites(graph, "pkg.multidict.MultiDict.merge") == [
         ("pkg/use.py", 7, "pkg.use.walk", "lexical")]
+
+
+# What unannotated functions return, read from their return statements.
+RETURN_FILES = {
+    "net/__init__.py": "",
+    "net/client.py": (
+        "class Response:\n"
+        "    @property\n"
+        "    def body(self):\n"
+        "        return self.unpack()\n"
+        "\n"
+        "    def unpack(self):\n"
+        "        return b''\n"
+        "\n"
+        "\n"
+        "class Other:\n"
+        "    def unpack(self):\n"
+        "        return ''\n"
+        "\n"
+        "\n"
+        "class Session:\n"
+        "    def fetch(self, url):\n"
+        "        if not url:\n"
+        "            return None\n"
+        "        return Response()\n"
+        "\n"
+        "    def again(self):\n"
+        "        return self\n"
+        "\n"
+        "    def either(self, x):\n"
+        "        if x:\n"
+        "            return Response()\n"
+        "        return Other()\n"
+        "\n"
+        "    def stream(self):\n"
+        "        yield Response()\n"
+        "\n"
+        "    def loop(self):\n"
+        "        return self.loop()\n"
+        "\n"
+        "\n"
+        "def open_session():\n"
+        "    return Session()\n"
+    ),
+    "net/use.py": (
+        "from net.client import open_session\n"
+        "\n"
+        "\n"
+        "def get(url):\n"
+        "    session = open_session()\n"
+        "    resp = session.fetch(url)\n"
+        "    resp.unpack()\n"  # 7: open_session() -> Session, fetch -> Response
+        "    data = resp.body\n"  # 8: a property read through the returned receiver
+        "    session.again().fetch(url).unpack()\n"  # 9: return self, then Response
+        "    session.either(1).unpack()\n"  # 10: two classes returned: unknown
+        "    for r in session.stream():\n"
+        "        r.unpack()\n"  # 12: a generator's items are not evident
+        "    session.loop().unpack()\n"  # 13: recursion returns nothing known
+        "    return data\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(("line", "how"), [
+    pytest.param(7, "graph", id="returned-instance-through-two-calls"),
+    pytest.param(9, "graph", id="return-self-then-instance"),
+    pytest.param(10, "lexical", id="two-classes-returned"),
+    pytest.param(12, "lexical", id="generator"),
+    pytest.param(13, "lexical", id="recursion"),
+])
+def test_receivers_typed_by_what_an_unannotated_function_returns(
+        graphs: Callable[[dict[str, str]], SymbolGraph], line: int, how: str) -> None:
+    found = {(c.path, c.line): c.how for c in callers_of(graphs(RETURN_FILES),
+                                                         "net.client.Response.unpack")}
+    assert found.get(("net/use.py", line)) == how
+
+
+def test_property_read_through_a_returned_receiver_is_a_caller(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    [caller] = callers_of(graphs(RETURN_FILES), "net.client.Response.body")
+    assert (caller.path, caller.line, caller.how, caller.kind) == (
+        "net/use.py", 8, "graph", "attribute")
+    assert caller.reason == (
+        "uses resp.body where resp is assigned session.fetch(...) on line 6, "
+        "resolves to net.client.Response.body")
+
+
+# Class attributes, dataclass-style fields and enum members hold instances.
+MEMBER_FILES = {
+    "app/__init__.py": "",
+    "app/kinds.py": (
+        "import enum\n"
+        "from enum import Enum\n"
+        "\n"
+        "\n"
+        "class Source(Enum):\n"
+        "    DEFAULT = 'default'\n"
+        "    OTHER = enum.auto()\n"
+        "\n"
+        "    def label(self):\n"
+        "        return self.value\n"
+        "\n"
+        "\n"
+        "class Plain:\n"
+        "    DEFAULT = 'default'\n"
+        "\n"
+        "    def label(self):\n"
+        "        return ''\n"
+    ),
+    "app/store.py": (
+        "from app.kinds import Source\n"
+        "\n"
+        "\n"
+        "class Registry:\n"
+        "    def add(self, item):\n"
+        "        return item\n"
+        "\n"
+        "\n"
+        "class Config:\n"
+        "    registry = Registry()\n"
+        "    spare: Registry\n"
+        "    source: Source = Source.DEFAULT\n"
+        "\n"
+        "    def fill(self):\n"
+        "        self.registry.add(1)\n"  # 15: a class attribute read through self
+        "        self.spare.add(2)\n"  # 16: a declared field
+        "        return self.source.label()\n"  # 17: an enum-typed field
+        "\n"
+        "\n"
+        "def use():\n"
+        "    Config.registry.add(3)\n"  # 21: a class attribute read on the class
+        "    Source.OTHER.label()\n"  # 22: an enum member is an instance
+        "    return Source.DEFAULT\n"  # 23: reading a member uses the enum
+    ),
+    "app/other.py": (
+        "from app.kinds import Plain\n"
+        "\n"
+        "\n"
+        "def plain():\n"
+        "    return Plain.DEFAULT.label()\n"  # 5: a str, not a Plain
+    ),
+}
+
+
+@pytest.mark.parametrize(("symbol", "expected"), [
+    pytest.param("app.store.Registry.add", [
+        ("app/store.py", 15, "app.store.Config.fill", "graph"),
+        ("app/store.py", 16, "app.store.Config.fill", "graph"),
+        ("app/store.py", 21, "app.store.use", "graph"),
+    ], id="class-attributes-and-fields"),
+    pytest.param("app.kinds.Source.label", [
+        ("app/store.py", 17, "app.store.Config.fill", "graph"),
+        ("app/store.py", 22, "app.store.use", "graph"),
+        ("app/other.py", 5, "app.other.plain", "lexical"),
+    ], id="enum-members-are-instances"),
+])
+def test_receivers_typed_by_class_members(
+        graphs: Callable[[dict[str, str]], SymbolGraph], symbol: str,
+        expected: list[Site]) -> None:
+    assert sites(graphs(MEMBER_FILES), symbol) == expected
+
+
+def test_reading_a_class_member_uses_the_class(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    reads = {(c.path, c.line): c for c in callers_of(graphs(MEMBER_FILES), "app.kinds.Source")
+             if c.kind == "attribute"}
+    assert sorted(reads) == [("app/store.py", 12), ("app/store.py", 22), ("app/store.py", 23)]
+    assert reads[("app/store.py", 23)].reason == (
+        "uses Source.DEFAULT where Source is app.kinds.Source imported from app.kinds "
+        "(line 1), reads DEFAULT, a member of app.kinds.Source")

@@ -612,3 +612,22 @@ def test_a_change_inside_a_closure_lists_the_decorators_callers(
     assert [(c["path"], c["line"]) for c in changed["callers"]] == [("shop/api.py", 4)]
     assert "· changed inside <code>wrapper</code>" in render_comment(report)
 
+
+def test_reading_a_class_member_needs_an_update_only_when_the_class_goes(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    kinds = "import enum\n\n\nclass Kind(enum.Enum):\n    A = 1\n"
+    repo = make_repo({"shop/__init__.py": "", "shop/kinds.py": kinds,
+                      "shop/api.py": ("from shop.kinds import Kind\n\n\n"
+                                      "def default():\n    return Kind.A\n")})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.write("shop/kinds.py", kinds.replace("(enum.Enum)", "(enum.IntEnum)"))
+    changed = repo.commit("int kinds")
+    repo.write("shop/kinds.py", "")
+    removed = repo.commit("kinds go")
+    for head, flagged in ((changed, False), (removed, True)):
+        out = tmp_path / head
+        run_review(repo, base, head, tmp_path / "base.duckdb", out)
+        [caller] = symbol(load_evidence(out), "shop.kinds.Kind")["callers"]
+        assert (caller["path"], caller["line"], caller["needs_update"]) == (
+            "shop/api.py", 5, flagged)
+        assert "reads A, a member of shop.kinds.Kind" in caller["reason"]

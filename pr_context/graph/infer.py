@@ -235,7 +235,8 @@ def _member(tables: Tables, value: Inferred, name: str) -> Inferred | None:
         return _named(tables, target, dotted) if target else _global(tables, dotted, dotted)
     if value.kind == "class":
         method = method_in(tables, value.target, name)
-        return _named(tables, method, method) if method else None
+        return _named(tables, method, method) if method else _instance_attribute(
+            tables, value.target, name)
     if value.kind != "instance":
         return None
     return (_instance_attribute(tables, value.target, name)
@@ -244,7 +245,9 @@ def _member(tables: Tables, value: Inferred, name: str) -> Inferred | None:
 
 
 def _instance_attribute(tables: Tables, cls: str, name: str) -> Inferred | None:
-    """``obj.attr`` where every ``self.attr = ...`` of the class (or a base) agrees."""
+    """``obj.attr`` (or ``Class.attr``) where every assignment of the attribute in the
+    class (or a base) agrees: ``self.attr = ...``, the class body's ``attr = ...`` or
+    ``attr: C``, an enum's members."""
     for c in mro(tables, cls):
         held = tables.attributes.get((c, name))
         if held is not None and held.cls:
@@ -292,6 +295,8 @@ def _returned(tables: Tables, function: Inferred, how: str) -> Inferred | None:
     if not set(_decorators(tables, d)) <= _TRANSPARENT | _PROPERTIES:
         return None
     annotation = return_annotation(d.signature)
+    if annotation is None and d.language == "python":
+        return _returned_values(tables, function, how)
     if annotation and annotation.strip("'\"") in _SELF_TYPES and function.owner:
         return Inferred("instance", function.owner, f"{how}, a {function.owner} (Self)")
     named = annotated_type(tables, d.path, d.qualified_name, annotation)
@@ -300,6 +305,33 @@ def _returned(tables: Tables, function: Inferred, how: str) -> Inferred | None:
     kind: Kind = "iterable" if named.iterable else "instance"
     shown = f"items of {named.cls}" if named.iterable else f"a {named.cls}"
     return Inferred(kind, named.cls, f"{how}, {shown}")
+
+
+def _returned_values(tables: Tables, function: Inferred, how: str) -> Inferred | None:
+    """What an unannotated function returns, when every ``return value`` of its own body
+    evidently holds the same class (``return None`` aside; ``return self``: the bound
+    instance's). A generator, or a function returning nothing, gives nothing."""
+    key = (function.target, function.owner)
+    if key in tables.returned:
+        found: Inferred | None = tables.returned[key]
+        return found
+    tables.returned[key] = None  # a recursive call returns what the other returns do
+    d = tables.definitions[function.target]
+    values = set()
+    for line, text in tables.returns.get(d.qualified_name, ()):
+        value = (Inferred("instance", function.owner, "self")
+                 if function.owner and text.split("#")[0].strip() == "self"
+                 else infer(tables, d.path, d, line, text))
+        if value is None or value.kind not in {"instance", "iterable"}:
+            return None
+        values.add((value.kind, value.target, line))
+    if len({(kind, target) for kind, target, _ in values}) != 1:
+        return None
+    kind, target, line = min(values, key=lambda v: v[2])
+    shown = f"items of {target}" if kind == "iterable" else f"a {target}"
+    found = Inferred(kind, target, f"{how}, {shown} (returned on line {line})")
+    tables.returned[key] = found
+    return found
 
 
 def _is_property(tables: Tables, d: Def) -> bool:

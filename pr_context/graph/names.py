@@ -18,8 +18,8 @@ from pr_context.models import Import
 from pr_context.parse.code_paths import module_path
 
 __all__ = [
-    "Binding", "bind_name", "class_bases", "enclosing_class", "mro", "resolve_dotted",
-    "resolve_in",
+    "Binding", "bind_name", "class_bases", "enclosing_class", "is_enum", "mro",
+    "resolve_dotted", "resolve_in",
 ]
 
 # Re-export chains and base-class walks longer than this are cycles or generated code.
@@ -30,6 +30,8 @@ _GO_VERSION = re.compile(r"v\d+")
 _GENERIC = re.compile(r"<[^<>]*>|\[[^\[\]]*\]")
 _IDENTIFIER_PATH = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _HERITAGE = frozenset({"extends", "implements"})
+# The standard library's enum classes: a class derived from one holds its members.
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"})
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,20 @@ def class_bases(tables: Tables, cls: str) -> tuple[str, ...]:
         if target and target != cls and target in tables.definitions:
             found.append(target)
     return tuple(found)
+
+
+def is_enum(tables: Tables, cls: str) -> bool:
+    """Whether the Python class ``cls`` derives, through index classes, from an enum class
+    outside the index (``enum.Enum``, ``IntEnum``, ``StrEnum``, ``Flag``, ...)."""
+    for current in mro(tables, cls):
+        d = tables.definitions.get(current)
+        if d is None or d.language != "python":
+            continue
+        for text in _base_names(d.signature, "python"):
+            if text.rpartition(".")[2] in _ENUM_BASES and resolve_in(
+                    tables, d.path, d.parent, text) not in tables.definitions:
+                return True
+    return False
 
 
 def _base_names(signature: str, language: str) -> list[str]:

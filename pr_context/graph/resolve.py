@@ -12,6 +12,7 @@ from pr_context.graph.names import (
     bind_name,
     enclosing_class,
     method_in,
+    mro,
     resolve_dotted,
     resolve_in,
 )
@@ -147,8 +148,32 @@ def _resolve_qualified(tables: Tables, site: Site, receiver: str) -> Resolution:
                                                                    head)):
         return _dynamic(site)
     target = ".".join(p for p in (binding.target, rest, site.name) if p)
-    return _finish(tables, target, f"{_call_text(site)} where {head} is {binding.target} "
-                                   f"{binding.how}")
+    reason = f"{_call_text(site)} where {head} is {binding.target} {binding.how}"
+    found = _finish(tables, target, reason)
+    if found.state != "external":
+        return found
+    owner = target.rpartition(".")[0]
+    member = _class_member(tables, owner, site.name, reason)
+    if member is not None and site.kind == "attribute":
+        return member
+    holder, _, attribute = owner.rpartition(".")
+    if member is None and _class_member(tables, holder, attribute, reason):
+        return _dynamic(site)  # ``Config.value.strip()``: a member of unknown class
+    return found
+
+
+def _class_member(tables: Tables, owner: str, name: str, reason: str) -> Resolution | None:
+    """``Color.RED``, ``Config.timeout``: a read of a data member of an index class (an
+    enum member, a class attribute, a declared field) is a use of the class."""
+    cls = resolve_dotted(tables, owner)
+    d = tables.definitions.get(cls or "")
+    if d is None or d.kind not in CLASS_KINDS or cls is None:
+        return None
+    holder = next((c for c in mro(tables, cls) if name in tables.members.get(c, ())
+                   or name in tables.field_types.get(c, {})), None)
+    if holder is None:
+        return None
+    return Resolution("resolved", cls, f"{reason}, reads {name}, a member of {holder}")
 
 
 def _is_go_receiver(tables: Tables, site: Site) -> bool:

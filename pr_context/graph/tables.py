@@ -35,6 +35,8 @@ _LINE_LANGUAGES = "'python', 'java', 'typescript', 'tsx', 'javascript', 'go', 'r
 Rows = Sequence[tuple[Any, ...]]
 # `    name = ...`, `    name: T`: a class-level field in a class header (multiline mode).
 _FIELD = re.compile(r"^[ \t]+([A-Za-z_]\w*)[ \t]*(?::|=(?!=))", re.MULTILINE)
+_CLASS_LINE = re.compile(r"\s*class\s")
+_BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,12 @@ class Tables:
     field_types: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # later definitions of a qualified name ``definitions`` holds (overloads, redefinitions)
     shadowed: tuple[Def, ...] = ()
+    # Python function -> (line, value) of each ``return value`` in its own body; a
+    # generator has none (what calling it gives is a generator); filled by build_graph
+    returns: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+    # (function, bound class) -> what a call returns, inferred from ``returns``: a memo
+    # for graph.infer, emptied whenever the names the values depend on change
+    returned: dict[tuple[str, str | None], Any] = field(default_factory=dict, compare=False)
     # (path, name) -> what imports and module scope bind it to: a memo for graph.names,
     # filled as names are looked up (the same few names are looked up thousands of times)
     file_bindings: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False)
@@ -120,12 +128,13 @@ def read_tables(store: IndexStore) -> Tables:
     sites = store.query("SELECT path, name, kind, receiver, line, col, enclosing FROM refs "
                         f"WHERE kind IN ({kinds}) ORDER BY path, ordinal")
     chunk_kinds = ", ".join(f"'{kind}'" for kind in _SOURCE_CHUNKS)
-    chunks = store.query("SELECT c.path, c.start_line, c.end_line, c.text FROM chunks c "
-                         "JOIN files f ON f.path = c.path WHERE f.language IN "
+    chunks = store.query("SELECT c.path, c.start_line, c.end_line, c.text, c.symbol "
+                         "FROM chunks c JOIN files f ON f.path = c.path WHERE f.language IN "
                          f"({_LINE_LANGUAGES}) AND c.kind IN ({chunk_kinds}) "
                          "ORDER BY c.path, c.ordinal")
-    headers = store.query("SELECT c.symbol, c.text, f.language FROM chunks c JOIN files f "
-                          f"ON f.path = c.path WHERE f.language IN ({_LINE_LANGUAGES}) "
+    headers = store.query("SELECT c.symbol, c.text, f.language, c.path, c.start_line, "
+                          "c.end_line FROM chunks c JOIN files f ON f.path = c.path "
+                          f"WHERE f.language IN ({_LINE_LANGUAGES}) "
                           "AND c.kind = 'class_header' ORDER BY c.path, c.ordinal")
     return tables_from_rows(files, defs, imports, sites, chunks, headers)
 
@@ -151,19 +160,87 @@ def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
     return Tables(definitions, {m: tuple(p) for m, p in modules.items()}, file_module,
                   language, {p: tuple(i) for p, i in by_path.items()},
                   tuple(Site(row[0], language[row[0]], *row[1:]) for row in sites
-                        if row[0] in language), lines=_source_lines(chunks),
+                        if row[0] in language),
+                  lines=_source_lines(chunks, headers, definitions),
                   members=_class_fields(headers), shadowed=tuple(shadowed),
                   field_types=_field_types(headers))
 
 
-def _source_lines(chunks: Rows) -> dict[str, dict[int, str]]:
-    """path -> line number -> text, from chunks whose text is their lines verbatim."""
+def _source_lines(chunks: Rows, headers: Rows, definitions: Mapping[str, Def]
+                  ) -> dict[str, dict[int, str]]:
+    """path -> line number -> text, from chunks whose text is their lines verbatim, and
+    the class-level lines of Python class headers (attributes, fields, enum members)."""
     lines: dict[str, dict[int, str]] = defaultdict(dict)
-    for path, start, end, text in chunks:
+    for path, start, end, text, _symbol in chunks:
         # A later part repeats the signature first: its own lines are the last ones.
         own = text.split("\n")[-(end - start + 1):]
         lines[path].update(zip(range(start, end + 1), own, strict=False))
+    starts = _chunk_starts(chunks, headers)
+    members: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for d in definitions.values():
+        if d.parent is not None and d.language == "python":
+            members[d.parent].append((starts.get(d.qualified_name, d.start_line), d.end_line))
+    prefix: dict[str, int] = {}  # class -> lines of its declaration, repeated on each part
+    for symbol, text, language, path, start, end in headers:
+        if language != "python":
+            continue
+        own = text.split("\n")
+        if symbol in prefix:
+            own = own[prefix[symbol]:]
+        else:
+            prefix[symbol] = _declaration_lines(own)
+        lines[path].update(_class_rows(start, end, own, sorted(members.get(symbol, ()))))
     return dict(lines)
+
+
+def _chunk_starts(chunks: Rows, headers: Rows) -> dict[str, int]:
+    """symbol -> the first line of its chunks (comments right above it included)."""
+    starts: dict[str, int] = {}
+    for _path, start, _end, _text, symbol in chunks:
+        if symbol:
+            starts[symbol] = min(starts.get(symbol, start), start)
+    for symbol, _text, _language, _path, start, _end in headers:
+        starts[symbol] = min(starts.get(symbol, start), start)
+    return starts
+
+
+def _class_rows(start: int, end: int, text: list[str],
+                members: list[tuple[int, int]]) -> dict[int, str]:
+    """Line number -> text of a class header's own lines: each member is elided to its
+    signature lines there, which stand for the member's lines ``(first, last)``."""
+    rows: dict[int, str] = {}
+    index, row = 0, start
+    for first, last in members:
+        if last < row or first > end:
+            continue
+        while row < first and index < len(text):
+            rows[row] = text[index]
+            index, row = index + 1, row + 1
+        index = _after_signature(text, index)
+        row = last + 1
+    while row <= end and index < len(text):
+        rows[row] = text[index]
+        index, row = index + 1, row + 1
+    return rows
+
+
+def _after_signature(text: list[str], index: int) -> int:
+    """The index past the signature starting at ``text[index]``: lines up to the first
+    one that closes every bracket opened since (``def f(a,\n      b):``)."""
+    depth = 0
+    while index < len(text):
+        depth += sum(_BRACKETS.get(c, 0) for c in text[index].partition("#")[0])
+        index += 1
+        if depth <= 0:
+            break
+    return index
+
+
+def _declaration_lines(text: list[str]) -> int:
+    """How many lines of a class header's first part reach the end of its ``class``
+    declaration (comments and decorators above it included)."""
+    first = next((i for i, line in enumerate(text) if _CLASS_LINE.match(line)), None)
+    return 0 if first is None else _after_signature(text, first)
 
 
 def _class_fields(headers: Rows) -> dict[str, frozenset[str]]:
@@ -173,7 +250,7 @@ def _class_fields(headers: Rows) -> dict[str, frozenset[str]]:
     ``__getattr__`` from answering for a name the class may set.
     """
     fields: dict[str, set[str]] = defaultdict(set)
-    for symbol, text, language in headers:
+    for symbol, text, language, *_span in headers:
         if language == "python":
             fields[symbol].update(_FIELD.findall(text))
     return {symbol: frozenset(names) for symbol, names in fields.items()}
@@ -183,7 +260,7 @@ def _field_types(headers: Rows) -> dict[str, dict[str, str]]:
     """class -> field -> declared type text, for the typed languages' class and struct
     headers (an ``impl`` block's header adds nothing: it declares no fields)."""
     types: dict[str, dict[str, str]] = defaultdict(dict)
-    for symbol, text, language in headers:
+    for symbol, text, language, *_span in headers:
         if language != "python":
             for name, type_name in declared.field_types(text, language).items():
                 types[symbol].setdefault(name, type_name)

@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 
 from pr_context.graph.annotations import Annotated, annotated_type, parameters, return_annotation
 from pr_context.graph.infer import FUNCTION_KINDS, Inferred, infer
-from pr_context.graph.names import enclosing_class
-from pr_context.graph.tables import Assignment, Def, Tables
+from pr_context.graph.names import enclosing_class, is_enum
+from pr_context.graph.tables import CLASS_KINDS, Assignment, Def, Tables
 
 __all__ = ["bind_types"]
 
@@ -41,6 +41,7 @@ _LOOP = re.compile(r"\s*(?:async\s+)?for\s+([A-Za-z_]\w*)\s+in\s+(.+?)\s*:\s*(?:
 _REBOUND = re.compile(r"\s*(?:async\s+)?(?:for\s+(.+?)\s+in\b|with\b.*\bas\s+(\w+)\s*:)"
                       r"|\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s+=\s")
 _RETURNED = re.compile(r"\s*(?:return|yield)\s+(\S.*)")
+_YIELD = re.compile(r"(?:^|[=(]|\s)yield\b")
 _FIXTURE = re.compile(r"\s*@(?:pytest\.)?fixture\b")
 _DEF_LINE = re.compile(r"\s*(?:async\s+)?def\s")
 _CALL_HEAD = re.compile(r"(?:await\s+)?([A-Za-z_][\w.]*)\(")
@@ -70,14 +71,18 @@ class _Bindings:
     declared: dict[Key, list[Assignment]]  # typed annotations: they hold everywhere
     attributes: dict[Key, list[Assignment]]
     globals: dict[Key, list[Assignment]]  # module-level names
-    declared_global: set[Key]  # names a function rebinds with ``global``
+    declared_attributes: dict[Key, list[Assignment]]  # annotated in a class body, enum members
+    global_names: dict[str, set[str]]  # function -> names it declares ``global``
     pending: list[_Pending]
+    returns: dict[str, list[tuple[int, str]]]  # function -> (line, returned value)
+    generators: set[str]  # functions that yield
 
 
 def bind_types(tables: Tables) -> Tables:
     """``tables`` with the variables and ``self`` attributes whose class is evident."""
     bindings = _Bindings(defaultdict(list), defaultdict(list), defaultdict(list),
-                         defaultdict(list), set(), [])
+                         defaultdict(list), defaultdict(list), defaultdict(set), [],
+                         defaultdict(list), set())
     for d in _python_functions(tables):
         for name, annotation in parameters(d.signature):
             named = annotated_type(tables, d.path, d.qualified_name, annotation)
@@ -86,7 +91,7 @@ def bind_types(tables: Tables) -> Tables:
                 bindings.variables[(d.qualified_name, name)].append(held)
                 bindings.declared[(d.qualified_name, name)].append(held)
     functions: dict[str, list[Def]] = defaultdict(list)
-    for d in _python_functions(tables):
+    for d in (*_python_functions(tables), *_python_classes(tables)):
         functions[d.path].append(d)
     for path, lines in tables.lines.items():
         if tables.file_language.get(path) == "python":
@@ -109,10 +114,12 @@ def _frozen(tables: Tables, bindings: _Bindings, fixtures: Mapping[Key, list[Ass
             ) -> Tables:
     variables = {key: bindings.declared.get(key) or held
                  for key, held in bindings.variables.items()}
-    globals_ = {key: held for key, held in bindings.globals.items()
-                if key not in bindings.declared_global}
+    attributes = {**bindings.attributes, **bindings.declared_attributes}
+    returns = {f: tuple(values) for f, values in bindings.returns.items()
+               if f not in bindings.generators}
     return replace(tables, variables=_sorted({**variables, **fixtures}),
-                   attributes=_agreed(bindings.attributes), globals=_agreed(globals_))
+                   attributes=_agreed(attributes), globals=_agreed(bindings.globals),
+                   returns=returns, returned={})
 
 
 def _infer_pending(tables: Tables, bindings: _Bindings) -> bool:
@@ -132,6 +139,11 @@ def _infer_pending(tables: Tables, bindings: _Bindings) -> bool:
     return changed
 
 
+def _python_classes(tables: Tables) -> Iterator[Def]:
+    return (d for d in tables.definitions.values()
+            if d.language == "python" and d.kind in CLASS_KINDS)
+
+
 def _python_functions(tables: Tables) -> Iterator[Def]:
     """Every Python function, the bodies of overloads and redefinitions included (they
     share a qualified name, so their locals share one scope)."""
@@ -141,35 +153,67 @@ def _python_functions(tables: Tables) -> Iterator[Def]:
 
 def _bind_lines(tables: Tables, path: str, lines: Mapping[int, str],
                 owners: Mapping[int, Def], bindings: _Bindings) -> None:
-    """Record each assignment of a local, ``self`` attribute or module-level name in
-    ``path``'s ``lines``, whose functions ``owners`` gives by line."""
-    for line, text in lines.items():
+    """Record each assignment of a local, ``self`` or class attribute or module-level
+    name in ``path``'s ``lines``, whose innermost functions and classes ``owners`` gives."""
+    for line, text in sorted(lines.items()):
         scope = owners.get(line)
-        declared = _GLOBAL.match(text) if scope else None
-        if declared:
-            bindings.declared_global.update((path, n) for n in re.findall(r"\w+",
-                                                                         declared.group(1)))
+        function = scope if scope is not None and scope.kind in FUNCTION_KINDS else None
+        if function is not None:
+            _bind_return(function.qualified_name, line, text, bindings)
+            declared = _GLOBAL.match(text)
+            if declared:
+                bindings.global_names[function.qualified_name].update(
+                    re.findall(r"\w+", declared.group(1)))
         for name, annotation, value, loop in _assignments(text):
-            where = scope.qualified_name if scope else None
-            named = annotated_type(tables, path, where, annotation) if annotation else None
-            held = (_typed(line, named, f"annotated as {annotation} on line {line}")
-                    if named else Assignment(line, None, _describe(value, loop, line)))
-            target = _binding_list(tables, path, scope, name, bindings)
-            if target is None:
-                continue
-            if named and scope and not name.startswith("self."):
-                bindings.declared[(scope.qualified_name, name)].append(held)
-            target.append(held)
-            if named is None and value:
-                bindings.pending.append(
-                    _Pending(target, len(target) - 1, path, scope, value, loop))
+            _bind_assignment(tables, path, scope, line, (name, annotation, value, loop),
+                             bindings)
+
+
+def _bind_assignment(tables: Tables, path: str, scope: Def | None, line: int,
+                     assigned: tuple[str, str | None, str | None, bool],
+                     bindings: _Bindings) -> None:
+    name, annotation, value, loop = assigned
+    where = scope.qualified_name if scope else None
+    named = annotated_type(tables, path, where, annotation) if annotation else None
+    held = (_typed(line, named, f"annotated as {annotation} on line {line}")
+            if named else Assignment(line, None, _describe(value, loop, line)))
+    target = _binding_list(tables, path, scope, name, bindings)
+    if target is None:
+        return
+    in_class = scope is not None and scope.kind in CLASS_KINDS
+    if in_class and scope is not None and value and is_enum(tables, scope.qualified_name) \
+            and not name.startswith("_"):
+        held = Assignment(line, scope.qualified_name, f"a member of the enum {where}")
+        bindings.declared_attributes[(scope.qualified_name, name)].append(held)
+    elif named and in_class and scope is not None:
+        bindings.declared_attributes[(scope.qualified_name, name)].append(held)
+    elif named and scope and not name.startswith("self."):
+        bindings.declared[(scope.qualified_name, name)].append(held)
+    target.append(held)
+    if held.cls is None and value:
+        bindings.pending.append(_Pending(target, len(target) - 1, path, scope, value, loop))
+
+
+def _bind_return(function: str, line: int, text: str, bindings: _Bindings) -> None:
+    """Record ``return value`` of ``function``'s own body; a ``yield`` makes it a generator."""
+    if _YIELD.search(text):
+        bindings.generators.add(function)
+        return
+    returned = _RETURNED.match(text)
+    if returned and returned.group(1).split("#")[0].strip() != "None":
+        bindings.returns[function].append((line, returned.group(1)))
 
 
 def _binding_list(tables: Tables, path: str, scope: Def | None, name: str,
                   bindings: _Bindings) -> list[Assignment] | None:
-    """Where an assignment of ``name`` (``self.x``, a local, a module-level name) goes."""
-    if scope is None:
+    """Where an assignment of ``name`` goes: a module-level name (at module level, or in a
+    function that declares it ``global``), a class attribute (in a class body or to
+    ``self.name``), or a local."""
+    if scope is None or name in bindings.global_names.get(scope.qualified_name, ()):
         return None if name.startswith("self.") else bindings.globals[(path, name)]
+    if scope.kind in CLASS_KINDS:
+        return None if name.startswith("self.") else bindings.attributes[
+            (scope.qualified_name, name)]
     if not name.startswith("self."):
         return bindings.variables[(scope.qualified_name, name)]
     cls = enclosing_class(tables, scope.qualified_name)
