@@ -157,8 +157,11 @@ def _resolve_qualified(tables: Tables, site: Site, receiver: str) -> Resolution:
     if member is not None and site.kind == "attribute":
         return member
     holder, _, attribute = owner.rpartition(".")
-    if member is None and _class_member(tables, holder, attribute, reason):
-        return _dynamic(site)  # ``Config.value.strip()``: a member of unknown class
+    if member is None and site.language == "python" and _class_member(
+            tables, holder, attribute, reason):
+        # ``Config.value.strip()``: a member of unknown class (a typed language declares
+        # it, and a declared class outside the index is external)
+        return _dynamic(site)
     return found
 
 
