@@ -1165,3 +1165,39 @@ def test_reading_a_class_member_uses_the_class(
     assert reads[("app/store.py", 23)].reason == (
         "uses Source.DEFAULT where Source is app.kinds.Source imported from app.kinds "
         "(line 1), reads DEFAULT, a member of app.kinds.Source")
+
+
+# TypeScript and JavaScript without declared types: created fields, inferred returns.
+UNDECLARED_TS_FILES = {
+    "web/store.ts": (
+        "export class Store {\n  get(): number { return 1 }\n}\n"
+        "export class Cache {\n  get(): number { return 2 }\n}\n"
+        "export function open() {\n  if (!ready) {\n    return null\n  }\n"
+        "  return new Store()\n}\n"  # 7-12
+        "export const make = () => new Store()\n"  # 13
+        "export function either(x: boolean) {\n  if (x) {\n    return new Store()\n  }\n"
+        "  return new Cache()\n}\n"  # 14-19
+    ),
+    "web/app.ts": (
+        "import { Store, open, make, either } from './store'\n"
+        "export class App {\n  private store = new Store()\n"
+        "  self() {\n    return this\n  }\n"
+        "  run(): number {\n"
+        "    return this.store.get() + open().get() + make().get() + this.self().store.get()\n"
+        "  }\n"  # 8
+        "  other(): number {\n    return either(true).get()\n  }\n}\n"  # 11
+    ),
+}
+
+
+def test_typescript_receivers_typed_by_created_fields_and_undeclared_returns(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    graph = graphs(UNDECLARED_TS_FILES)
+    either = ("web/app.ts", 11, "web.app.App.other", "lexical")  # two classes returned
+    assert sites(graph, "web.store.Store.get") == [
+        *[("web/app.ts", 8, "web.app.App.run", "graph")] * 4, either]
+    assert sites(graph, "web.store.Cache.get") == [either]
+    reasons = {c.reason for c in callers_of(graph, "web.store.Store.get")}
+    assert any("the field web.app.App.store" in r for r in reasons)
+    assert any("what web.store.open returns" in r for r in reasons)
+

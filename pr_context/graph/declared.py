@@ -164,15 +164,24 @@ _FIELD_FORMS = {
                        r"\s*(?://.*)?"),
 }
 _FIELD_FORMS["tsx"] = _FIELD_FORMS["typescript"]
+# A TypeScript or JavaScript field with no declared type holds what it is created with:
+# `private store = new Store();`.
+_NEW_FIELD = re.compile(r"\s*(?:(?:private|public|protected|readonly|static|declare|override)"
+                        r"\s+)*#?(?P<name>[\w$]+)\s*=\s*new\s+(?P<type>[\w.$]+)\s*"
+                        r"(?:<.*>)?\s*\(.*")
+_NEW_FIELD_LANGUAGES = frozenset({"typescript", "tsx", "javascript"})
 
 
 def field_types(header: str, language: str) -> dict[str, str]:
     """Field name -> declared type text, for the fields a class, struct or interface
-    header declares one per line (others, and methods, are left out)."""
+    header declares one per line (others, and methods, are left out); a TypeScript or
+    JavaScript field without a type is of the class it is created with (``= new C()``)."""
     form = _FIELD_FORMS.get(language)
+    created = _NEW_FIELD if language in _NEW_FIELD_LANGUAGES else None
     found: dict[str, str] = {}
-    for line in header.split("\n")[1:] if form else ():
-        match = form.fullmatch(line.rstrip()) if form else None
+    for line in header.split("\n")[1:] if form or created else ():
+        match = (form and form.fullmatch(line.rstrip())) or (
+            created and created.fullmatch(line.rstrip()))
         declared = match and _type_text(match.group("type"), language).rstrip(",;")
         if match and declared and declared not in _JAVA_NOT_TYPES:
             found.setdefault(match.group("name"), declared)

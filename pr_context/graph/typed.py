@@ -11,6 +11,7 @@ Python receivers are inferred by :mod:`~pr_context.graph.infer` instead.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from pr_context.graph.annotations import class_named, split_top_level
 from pr_context.graph.declared import (
@@ -46,6 +47,10 @@ _CALL_SEGMENT = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:<[^()]*>)?\s*\(.*\)", re.DO
 _GO_RECEIVER = re.compile(r"func\s*\(\s*(\w+)\s+\*?\s*\w")
 # What a loop over a collection wraps it in: `&xs`, `&mut xs`, `xs.iter()`.
 _ITERATION = re.compile(r"^&\s*(?:mut\s+)?|\.(?:iter|iter_mut|into_iter)\(\)$")
+# Languages whose functions may leave their return type undeclared (then inferred).
+_UNDECLARED_RETURNS = frozenset({"typescript", "tsx", "javascript"})
+_RETURN = re.compile(r"\s*return\s+(.+?)\s*$")
+_ARROW_VALUE = re.compile(r"=>\s*([^{\s].*?)\s*;?\s*$")
 
 
 def typed_receiver(tables: Tables, site: Site, scope: Def | None, receiver: str,
@@ -66,7 +71,7 @@ def typed_receiver(tables: Tables, site: Site, scope: Def | None, receiver: str,
             held = _field_class(tables, held, segment)
             continue
         method = method_in(tables, held.qualified_name, call.group(1))
-        held = _returned_class(tables, tables.definitions[method]) if method else None
+        held = _returned_class(tables, tables.definitions[method], depth) if method else None
         how = f"what {method} returns"
     if held is None or held.kind not in CLASS_KINDS:
         return None
@@ -96,7 +101,7 @@ def _chain_head(tables: Tables, site: Site, scope: Def | None, segments: list[st
         d = _definition_named(tables, site.path, site.enclosing, named)
         if d is None or d.kind in CLASS_KINDS:
             return d, f"a new {named}", end + 1
-        return _returned_class(tables, d), f"what {d.qualified_name} returns", end + 1
+        return _returned_class(tables, d, depth), f"what {d.qualified_name} returns", end + 1
     return None, "", 0
 
 
@@ -208,12 +213,53 @@ def _declared_return(function: Def) -> str | None:
     return return_type(function.signature, function.name, function.language)
 
 
-def _returned_class(tables: Tables, function: Def) -> Def | None:
-    """The index class a typed function declares it returns (Rust's ``Self``: its own)."""
-    returned = named_type(_declared_return(function))
+def _returned_class(tables: Tables, function: Def, depth: int = 0) -> Def | None:
+    """The index class a typed function declares it returns (Rust's ``Self``: its own),
+    or for a TypeScript or JavaScript function that declares none, the one its returns
+    name (:func:`_inferred_return`)."""
+    declared = _declared_return(function)
+    if declared is None and function.language in _UNDECLARED_RETURNS:
+        return _inferred_return(tables, function, depth)
+    returned = named_type(declared)
     if returned == "Self":
         return tables.definitions.get(function.parent or "")
     return _class_named(tables, function.path, function.qualified_name, returned)
+
+
+def _inferred_return(tables: Tables, function: Def, depth: int) -> Def | None:
+    """The class every ``return value`` of an undeclared function names, when they agree
+    (``return null``/``undefined`` aside; ``return this``: its class), or that an arrow
+    function's expression body does (``() => new Store()``). None past ``_MAX_DEPTH``."""
+    key = (function.qualified_name, "returns")
+    if key in tables.returned:
+        known: Def | None = tables.returned[key]
+        return known
+    tables.returned[key] = None  # a recursive call adds nothing
+    if depth >= _MAX_DEPTH:
+        return None
+    lines = tables.lines.get(function.path, {})
+    values = [(n, m.group(1)) for n in range(function.start_line, function.end_line + 1)
+              if (m := _RETURN.match(lines.get(n, "")))]
+    arrow = _ARROW_VALUE.search(lines.get(function.start_line, ""))
+    if arrow and not values:
+        values = [(function.start_line, arrow.group(1))]
+    site = Site(function.path, function.language, function.name, "call", None,
+                function.start_line, 0, function.qualified_name)
+    found = set()
+    for line, value in values:
+        value = value.strip().rstrip(";").strip()
+        if value in {"null", "undefined"}:
+            continue
+        held = (Inferred("instance", enclosing_class(tables, function.qualified_name) or "",
+                         "this") if value == "this"
+                else typed_receiver(tables, replace(site, line=line), function, value,
+                                    depth + 1))
+        if held is None or not held.target:
+            return None
+        found.add(held.target)
+    result = tables.definitions.get(found.pop()) if len(found) == 1 else None
+    tables.returned[key] = result
+    return result
 
 
 def _definition_named(tables: Tables, path: str, enclosing: str | None,
