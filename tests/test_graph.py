@@ -1201,3 +1201,74 @@ def test_typescript_receivers_typed_by_created_fields_and_undeclared_returns(
     assert any("the field web.app.App.store" in r for r in reasons)
     assert any("what web.store.open returns" in r for r in reasons)
 
+
+# Expressions whose value is evident from the language or the standard library.
+EXPRESSION_FILES = {
+    "kit/__init__.py": "",
+    "kit/core.py": (
+        "import copy\n"
+        "import typing as t\n"
+        "from typing import Optional, cast\n"
+        "\n"
+        "\n"
+        "class Tool:\n"
+        "    def run(self):\n"
+        "        return 1\n"
+        "\n"
+        "    def __enter__(self):\n"
+        "        return self\n"
+        "\n"
+        "    def __exit__(self, *exc):\n"
+        "        return None\n"
+        "\n"
+        "\n"
+        "class Other:\n"
+        "    def run(self):\n"
+        "        return 2\n"
+        "\n"
+        "\n"
+        "def default() -> Tool:\n"
+        "    return Tool()\n"
+        "\n"
+        "\n"
+        "def use(tool: Optional[Tool], tools: list[Tool], thing):\n"
+        "    chosen = tool if tool is not None else default()\n"
+        "    chosen.run()\n"  # 28: both operands are Tools
+        "    (tool or default()).run()\n"  # 29
+        "    cast('Tool', thing).run()\n"  # 30
+        "    t.cast(Tool, thing).run()\n"  # 31
+        "    copy.deepcopy(chosen).run()\n"  # 32
+        "    with Tool() as entered:\n"
+        "        entered.run()\n"  # 34: what __enter__ returns (self)
+        "    any(x.run() for x in tools)\n"  # 35: a generator expression's item
+        "    mixed = Tool() if thing else Other()\n"
+        "    mixed.run()\n"  # 37: two classes: unknown
+        "    return cast(thing, 1).run()\n"  # 38: not a type
+    ),
+}
+
+
+@pytest.mark.parametrize(("line", "how"), [
+    pytest.param(28, "graph", id="conditional-expression"),
+    pytest.param(29, "graph", id="or-expression"),
+    pytest.param(30, "graph", id="cast-with-a-string"),
+    pytest.param(31, "graph", id="cast-through-a-module-alias"),
+    pytest.param(32, "graph", id="deepcopy"),
+    pytest.param(34, "graph", id="with-as"),
+    pytest.param(35, "graph", id="generator-expression-item"),
+    pytest.param(37, "lexical", id="two-classes"),
+    pytest.param(38, "lexical", id="cast-to-no-type"),
+])
+def test_receivers_typed_by_evident_expressions(
+        graphs: Callable[[dict[str, str]], SymbolGraph], line: int, how: str) -> None:
+    found = {c.line: c.how for c in callers_of(graphs(EXPRESSION_FILES), "kit.core.Tool.run")
+             if c.path == "kit/core.py"}
+    assert found.get(line) == how
+
+
+def test_a_with_target_says_where_it_came_from(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    [caller] = [c for c in callers_of(graphs(EXPRESSION_FILES), "kit.core.Tool.run")
+                if c.line == 34]
+    assert caller.reason == ("calls entered.run() where entered is what `with Tool()` gives "
+                             "on line 33, resolves to kit.core.Tool.run")

@@ -19,6 +19,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pr_context.graph.annotations import annotated_type, parameters, return_annotation
+from pr_context.graph.expressions import (
+    alternatives,
+    call_parts,
+    closing_bracket,
+    comprehension_source,
+)
 from pr_context.graph.names import (
     MAX_HOPS,
     bind_name,
@@ -47,7 +53,10 @@ _TRANSPARENT = frozenset({
 })
 _SELF_TYPES = frozenset({"Self", "typing.Self", "typing_extensions.Self", "t.Self"})
 _CLOSING = {"(": ")", "[": "]", "{": "}"}
-_QUOTES = frozenset("'\"")
+# Calls whose value the standard library defines by their arguments: ``cast(T, v)`` is a
+# T; a copy holds what its original does.
+_CASTS = frozenset({"typing.cast", "typing_extensions.cast"})
+_COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 Kind = Literal["instance", "iterable", "class", "function", "module"]
 
 
@@ -66,6 +75,15 @@ def infer(tables: Tables, path: str, scope: Def | None, line: int,
           text: str) -> Inferred | None:
     """What ``text``, an expression on ``line`` of ``path`` inside ``scope`` (None: at
     module level), evidently holds."""
+    text = text.strip()
+    if text.startswith("(") and closing_bracket(text, 0) == len(text) - 1:
+        return infer(tables, path, scope, line, text[1:-1])
+    branches = alternatives(text)
+    if branches is not None:
+        return _agreeing(tables, path, scope, line, branches)
+    call = call_parts(text)
+    if call is not None and (known := _defined_call(tables, path, scope, line, *call)):
+        return known
     chain = _chain(text)
     if chain is None:
         return None
@@ -81,6 +99,39 @@ def infer(tables: Tables, path: str, scope: Def | None, line: int,
         else:
             return None  # subscripts: what an item or slice holds is not evident
     return value
+
+
+def _agreeing(tables: Tables, path: str, scope: Def | None, line: int,
+              branches: list[str]) -> Inferred | None:
+    """``a if c else b``, ``a or b``: what every operand (``None`` aside) holds, if they
+    agree."""
+    values = [infer(tables, path, scope, line, b) for b in branches if b.strip() != "None"]
+    first = values[0] if values else None
+    if first is None or any(v is None or (v.kind, v.target) != (first.kind, first.target)
+                            for v in values):
+        return None
+    return Inferred(first.kind, first.target, f"either operand, {first.how}")
+
+
+def _defined_call(tables: Tables, path: str, scope: Def | None, line: int, callee: str,
+                  arguments: list[str]) -> Inferred | None:
+    """``typing.cast(T, v)`` (a T) and ``copy.copy(v)``/``copy.deepcopy(v)`` (what v
+    holds), through the file's imports; None for any other call."""
+    enclosing = scope.qualified_name if scope else None
+    head, _, rest = callee.partition(".")
+    binding = bind_name(tables, path, enclosing, head)
+    if binding is None or is_local(tables, enclosing, head) or not arguments:
+        return None
+    function = ".".join(p for p in (binding.target, rest) if p)
+    if function in _CASTS and len(arguments) == 2:
+        named = annotated_type(tables, path, enclosing, arguments[0])
+        if named is None:
+            return None
+        return Inferred("iterable" if named.iterable else "instance", named.cls,
+                        f"cast to {arguments[0]}")
+    original = infer(tables, path, scope, line, arguments[0]) if function in _COPIES else None
+    return None if original is None else Inferred(
+        original.kind, original.target, f"a copy of {arguments[0]}, {original.how}")
 
 
 def variable_class(tables: Tables, scope: str | None, name: str,
@@ -139,7 +190,7 @@ def _chain(text: str) -> tuple[str, list[str]] | None:
             trailers.append("." + name.group())
             i = name.end()
         elif char in _CLOSING:
-            end = _closing(text, i)
+            end = closing_bracket(text, i)
             trailers.append("()" if char == "(" else "[]")
             if end is None:
                 return (head.group(), trailers) if char == "(" else None
@@ -148,30 +199,6 @@ def _chain(text: str) -> tuple[str, list[str]] | None:
             rest = text[i:].strip()
             return (head.group(), trailers) if not rest or rest.startswith("#") else None
     return (head.group(), trailers) if i >= len(text) else None
-
-
-def _closing(text: str, start: int) -> int | None:
-    """The index of the bracket closing ``text[start]``, skipping strings; None if open."""
-    depth = 0
-    quote = ""
-    i = start
-    while i < len(text):
-        char = text[i]
-        if quote:
-            if char == "\\":
-                i += 1
-            elif char == quote:
-                quote = ""
-        elif char in _QUOTES:
-            quote = char
-        elif char in _CLOSING:
-            depth += 1
-        elif char in _CLOSING.values():
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
 
 
 def _name(tables: Tables, path: str, scope: Def | None, line: int,
@@ -188,6 +215,11 @@ def _name(tables: Tables, path: str, scope: Def | None, line: int,
         return Inferred("instance", cls, f"self in {cls}")
     if name == "cls" and in_method and cls:
         return Inferred("class", cls, f"cls in {cls}")
+    source = comprehension_source(tables.lines.get(path, {}).get(line, ""), name)
+    if source is not None:
+        items = infer(tables, path, scope, line, source)
+        return Inferred("instance", items.target, f"an item of {source}") if (
+            items is not None and items.kind == "iterable") else None
     held = tables.globals.get((path, name))
     if held is not None and held.cls:
         return _held(held, f"{name} {held.how}")

@@ -21,7 +21,13 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from pr_context.graph.annotations import Annotated, annotated_type, parameters, return_annotation
+from pr_context.graph.annotations import (
+    Annotated,
+    annotated_type,
+    parameters,
+    return_annotation,
+    split_top_level,
+)
 from pr_context.graph.infer import FUNCTION_KINDS, Inferred, infer
 from pr_context.graph.names import enclosing_class, is_enum
 from pr_context.graph.tables import CLASS_KINDS, Assignment, Def, Tables
@@ -40,6 +46,9 @@ _LOOP = re.compile(r"\s*(?:async\s+)?for\s+([A-Za-z_]\w*)\s+in\s+(.+?)\s*:\s*(?:
 # `a, b = ...` needs spaces around `=`, like _ASSIGN: `f(\n    A, B, key=C)` binds nothing.
 _REBOUND = re.compile(r"\s*(?:async\s+)?(?:for\s+(.+?)\s+in\b|with\b.*\bas\s+(\w+)\s*:)"
                       r"|\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s+=\s")
+# `with A() as a, B(x) as b:` on one line; `async with` enters through __aenter__.
+_WITH = re.compile(r"\s*(async\s+)?with\s+(.+?)\s*:\s*(?:#.*)?")
+_WITH_ITEM = re.compile(r"(.+?)\s+as\s+([A-Za-z_]\w*)")
 _RETURNED = re.compile(r"\s*(?:return|yield)\s+(\S.*)")
 _YIELD = re.compile(r"(?:^|[=(]|\s)yield\b")
 _FIXTURE = re.compile(r"\s*@(?:pytest\.)?fixture\b")
@@ -226,6 +235,11 @@ def _assignments(text: str) -> Iterator[tuple[str, str | None, str | None, bool]
     if loop:
         yield loop.group(1), None, loop.group(2), True
         return
+    entered = _WITH.fullmatch(text)
+    if entered and " as " in text:
+        yield from _with_targets(entered.group(2), "__aenter__" if entered.group(1)
+                                 else "__enter__")
+        return
     rebound = _REBOUND.match(text)
     if rebound:
         targets = rebound.group(1) or rebound.group(2) or rebound.group(3)
@@ -245,11 +259,26 @@ def _assignments(text: str) -> Iterator[tuple[str, str | None, str | None, bool]
         yield ("self." if is_self else "") + name, annotation, None, False
 
 
+def _with_targets(items: str, enter: str) -> Iterator[tuple[str, None, str | None, bool]]:
+    """``with C(x) as c``: ``c`` holds what ``C(x).__enter__()`` returns; a target that
+    is not one name (``as (a, b)``) holds something unknown."""
+    for item in split_top_level(items, ","):
+        named = _WITH_ITEM.fullmatch(item.strip())
+        if named:
+            yield named.group(2), None, f"{named.group(1).strip()}.{enter}()", False
+        elif " as " in item:
+            for name in re.findall(r"[A-Za-z_]\w*", item.partition(" as ")[2]):
+                yield name, None, None, False
+
+
 def _describe(value: str | None, loop: bool, line: int) -> str:
     if value is None:
         return ""
     if loop:
         return f"an item of {value.strip()} (line {line})"
+    entered = value.rpartition(".")
+    if entered[2] in {"__enter__()", "__aenter__()"}:
+        return f"what `with {entered[0]}` gives on line {line}"
     called = _CALL_HEAD.match(value.strip())
     shown = f"{called.group(1)}(...)" if called else value.partition("#")[0].strip()
     return f"assigned {shown} on line {line}"

@@ -1,0 +1,120 @@
+"""Python expression forms read as text, for :mod:`pr_context.graph.infer`.
+
+Pure string functions: which operands an expression may evaluate to
+(``a if c else b``, ``a or b``), a call's callee and arguments, and the iterable a
+comprehension takes a name from. Brackets and string literals are skipped over, so a
+keyword or comma inside them does not count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+__all__ = ["alternatives", "call_parts", "closing_bracket", "comprehension_source"]
+
+_OPENING = frozenset("([{")
+_CLOSING = frozenset(")]}")
+_QUOTES = frozenset("'\"")
+_CALLEE = re.compile(r"(?:await\s+)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
+
+
+def alternatives(text: str) -> list[str] | None:
+    """The operands ``text`` evaluates to one of: ``[a, b]`` for ``a if c else b`` and
+    for ``a or b``; None when it is neither."""
+    text = text.strip()
+    conditional = list(_top_level(text, " if "))
+    if conditional:
+        otherwise = list(_top_level(text, " else "))
+        if otherwise and otherwise[0] > conditional[0]:
+            return [text[:conditional[0]], text[otherwise[0] + len(" else "):]]
+        return None
+    places = list(_top_level(text, " or "))
+    if not places:
+        return None
+    bounds = [0, *(p + len(" or ") for p in places)]
+    ends = [*places, len(text)]
+    return [text[start:end] for start, end in zip(bounds, ends, strict=True)]
+
+
+def call_parts(text: str) -> tuple[str, list[str]] | None:
+    """``("copy.deepcopy", ["x"])`` for ``copy.deepcopy(x)``: a dotted callee and its
+    top-level arguments, when ``text`` is that one call and nothing more."""
+    text = text.strip()
+    callee = _CALLEE.match(text)
+    if callee is None or not text.endswith(")") or closing_bracket(text, callee.end() - 1) != (
+            len(text) - 1):
+        return None
+    inside = text[callee.end():-1]
+    cuts = list(_top_level(inside, ","))
+    bounds = [0, *(c + 1 for c in cuts)]
+    ends = [*cuts, len(inside)]
+    return callee.group(1), [inside[s:e].strip() for s, e in zip(bounds, ends, strict=True)]
+
+
+def comprehension_source(line: str, name: str) -> str | None:
+    """The iterable a comprehension or generator expression on ``line`` takes ``name``
+    from: ``self._specs`` in ``any(s.ok for s in self._specs)``."""
+    match = re.search(rf"\bfor\s+{re.escape(name)}\s+in\s+", line)
+    if match is None:
+        return None
+    rest = line[match.end():]
+    depth, quote = 0, ""
+    for index, char in enumerate(rest):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in _QUOTES:
+            quote = char
+        elif char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            if depth == 0:
+                return rest[:index].strip() or None
+            depth -= 1
+        elif depth == 0 and (rest.startswith(" if ", index) or rest.startswith(" for ", index)):
+            return rest[:index].strip() or None
+    return None  # the comprehension goes on past the line: not evident
+
+
+def _top_level(text: str, word: str) -> Iterator[int]:
+    """Where ``word`` occurs in ``text`` outside brackets and string literals."""
+    depth, quote, index = 0, "", 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in _QUOTES:
+            quote = char
+        elif char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth -= 1
+        elif depth == 0 and text.startswith(word, index):
+            yield index
+            index += len(word) - 1
+        index += 1
+
+
+def closing_bracket(text: str, start: int) -> int | None:
+    """The index of the bracket closing ``text[start]``, skipping strings; None if open."""
+    depth, quote, index = 0, "", start
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in _QUOTES:
+            quote = char
+        elif char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth -= 1
+            if depth == 0:
+                return index
+        index += 1
+    return None
