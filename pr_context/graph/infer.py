@@ -35,7 +35,7 @@ from pr_context.graph.names import (
 )
 from pr_context.graph.tables import CLASS_KINDS, Assignment, Def, Tables
 
-__all__ = ["Inferred", "infer", "is_local", "variable_class"]
+__all__ = ["Inferred", "infer", "is_inferable", "is_local", "variable_class"]
 
 FUNCTION_KINDS = frozenset({"function", "method"})
 # A chain longer than this is generated code or a fluent builder nobody annotates.
@@ -57,6 +57,7 @@ _CLOSING = {"(": ")", "[": "]", "{": "}"}
 # T; a copy holds what its original does.
 _CASTS = frozenset({"typing.cast", "typing_extensions.cast"})
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
+_DEFINED_CALL_NAMES = frozenset(f.rpartition(".")[2] for f in _CASTS | _COPIES)
 Kind = Literal["instance", "iterable", "class", "function", "module"]
 
 
@@ -81,7 +82,8 @@ def infer(tables: Tables, path: str, scope: Def | None, line: int,
     branches = alternatives(text)
     if branches is not None:
         return _agreeing(tables, path, scope, line, branches)
-    call = call_parts(text)
+    call = call_parts(text, _DEFINED_CALL_NAMES) if any(
+        f"{name}(" in text for name in _DEFINED_CALL_NAMES) else None  # spares most texts
     if call is not None and (known := _defined_call(tables, path, scope, line, *call)):
         return known
     chain = _chain(text)
@@ -99,6 +101,19 @@ def infer(tables: Tables, path: str, scope: Def | None, line: int,
         else:
             return None  # subscripts: what an item or slice holds is not evident
     return value
+
+
+def is_inferable(text: str) -> bool:
+    """Whether :func:`infer` could ever tell what ``text`` holds, once names are known:
+    a chain of names, attributes and calls, or operands that all are (``x = a + b``,
+    ``x = []`` or a string never are, and are not inferred again and again)."""
+    text = text.strip()
+    if text.startswith("(") and closing_bracket(text, 0) == len(text) - 1:
+        return is_inferable(text[1:-1])
+    branches = alternatives(text)
+    if branches is not None:
+        return all(b.strip() == "None" or is_inferable(b) for b in branches)
+    return _chain(text) is not None
 
 
 def _agreeing(tables: Tables, path: str, scope: Def | None, line: int,

@@ -28,7 +28,7 @@ from pr_context.graph.annotations import (
     return_annotation,
     split_top_level,
 )
-from pr_context.graph.infer import FUNCTION_KINDS, Inferred, infer
+from pr_context.graph.infer import FUNCTION_KINDS, Inferred, infer, is_inferable
 from pr_context.graph.names import enclosing_class, is_enum
 from pr_context.graph.tables import CLASS_KINDS, Assignment, Def, Tables
 
@@ -164,7 +164,7 @@ def _bind_lines(tables: Tables, path: str, lines: Mapping[int, str],
                 owners: Mapping[int, Def], bindings: _Bindings) -> None:
     """Record each assignment of a local, ``self`` or class attribute or module-level
     name in ``path``'s ``lines``, whose innermost functions and classes ``owners`` gives."""
-    for line, text in sorted(lines.items()):
+    for line, text in lines.items():  # a function's lines in order: `global` comes first
         scope = owners.get(line)
         function = scope if scope is not None and scope.kind in FUNCTION_KINDS else None
         if function is not None:
@@ -199,16 +199,16 @@ def _bind_assignment(tables: Tables, path: str, scope: Def | None, line: int,
     elif named and scope and not name.startswith("self."):
         bindings.declared[(scope.qualified_name, name)].append(held)
     target.append(held)
-    if held.cls is None and value:
+    if held.cls is None and value and is_inferable(value):
         bindings.pending.append(_Pending(target, len(target) - 1, path, scope, value, loop))
 
 
 def _bind_return(function: str, line: int, text: str, bindings: _Bindings) -> None:
     """Record ``return value`` of ``function``'s own body; a ``yield`` makes it a generator."""
-    if _YIELD.search(text):
+    if "yield" in text and _YIELD.search(text):
         bindings.generators.add(function)
         return
-    returned = _RETURNED.match(text)
+    returned = _RETURNED.match(text) if "return" in text else None
     if returned and returned.group(1).split("#")[0].strip() != "None":
         bindings.returns[function].append((line, returned.group(1)))
 
@@ -235,8 +235,8 @@ def _assignments(text: str) -> Iterator[tuple[str, str | None, str | None, bool]
     if loop:
         yield loop.group(1), None, loop.group(2), True
         return
-    entered = _WITH.fullmatch(text)
-    if entered and " as " in text:
+    entered = _WITH.fullmatch(text) if "with" in text and " as " in text else None
+    if entered:
         yield from _with_targets(entered.group(2), "__aenter__" if entered.group(1)
                                  else "__enter__")
         return
