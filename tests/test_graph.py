@@ -1148,8 +1148,11 @@ MEMBER_FILES = {
     pytest.param("app.kinds.Source.label", [
         ("app/store.py", 17, "app.store.Config.fill", "graph"),
         ("app/store.py", 22, "app.store.use", "graph"),
-        ("app/other.py", 5, "app.other.plain", "lexical"),
     ], id="enum-members-are-instances"),
+    # a str, not a Plain: a same-name candidate, of Plain's method (other.py imports Plain)
+    pytest.param("app.kinds.Plain.label", [
+        ("app/other.py", 5, "app.other.plain", "lexical"),
+    ], id="unknown-class-member"),
 ])
 def test_receivers_typed_by_class_members(
         graphs: Callable[[dict[str, str]], SymbolGraph], symbol: str,
@@ -1272,3 +1275,91 @@ def test_a_with_target_says_where_it_came_from(
                 if c.line == 34]
     assert caller.reason == ("calls entered.run() where entered is what `with Tool()` gives "
                              "on line 33, resolves to kit.core.Tool.run")
+
+
+# Same-name candidates: the calling file's imports and language say which is likelier.
+HOMONYM_FILES = {
+    "rep/__init__.py": "",
+    "rep/reports.py": ("class Report:\n    def to_json(self):\n        return {}\n"),
+    "rep/subtests.py": ("class Context:\n    def to_json(self):\n        return {}\n"),
+    "rep/base.py": ("class Base:\n    def to_json(self):\n        return {}\n\n\n"
+                    "class Derived(Base):\n    def to_json(self):\n        return {'d': 1}\n"),
+    "rep/use.py": ("from rep.reports import Report\n\n\n"
+                   "def dump(report):\n    return report.to_json()\n"),  # 5
+    "rep/plain.py": "def dump(thing):\n    return thing.to_json()\n",  # 2: imports nothing
+    "rep/derived.py": ("from rep.base import Base\n\n\n"
+                       "def dump(item):\n    return item.to_json()\n"),  # 5: Base or Derived
+    "web/page.js": "export function log(x) {\n  return x.to_json()\n}\n",
+}
+
+
+@pytest.mark.parametrize(("symbol", "expected"), [
+    pytest.param("rep.reports.Report.to_json", [
+        ("rep/plain.py", 2, "rep.plain.dump", "lexical"),
+        ("rep/use.py", 5, "rep.use.dump", "lexical"),  # not derived.py: it imports Base
+    ], id="the-imported-class"),
+    pytest.param("rep.subtests.Context.to_json", [
+        ("rep/plain.py", 2, "rep.plain.dump", "lexical"),
+    ], id="not-where-another-homonym-is-imported"),
+    pytest.param("rep.base.Derived.to_json", [
+        ("rep/derived.py", 5, "rep.derived.dump", "lexical"),  # a Base may be a Derived
+        ("rep/plain.py", 2, "rep.plain.dump", "lexical"),
+    ], id="a-subclass-of-the-imported-class"),
+])
+def test_same_name_candidates_follow_what_the_file_can_name(
+        graphs: Callable[[dict[str, str]], SymbolGraph], symbol: str,
+        expected: list[Site]) -> None:
+    assert sites(graphs(HOMONYM_FILES), symbol) == expected  # never page.js
+
+
+# A fixture a plugin module defines (a project's own pytest plugin, pytester).
+PLUGIN_FIXTURE_FILES = {
+    "kit/__init__.py": "",
+    "kit/config.py": ("class Config:\n    def parse(self, args):\n        return args\n\n\n"
+                      "def get_config() -> Config:\n    return Config()\n"),
+    "kit/plugin.py": ("from collections.abc import Generator\n\nimport pytest\n\n"
+                      "from kit.config import Config, get_config\n\n\n"
+                      "@pytest.fixture\n"
+                      "def fresh_config() -> Generator[Config]:\n"
+                      "    config = get_config()\n    yield config\n\n\n"
+                      "@pytest.fixture\n"
+                      "def twice() -> Config:\n    return get_config()\n"),
+    "kit/other_plugin.py": ("import pytest\n\nfrom kit.config import get_config\n\n\n"
+                            "@pytest.fixture\ndef twice():\n    return get_config()\n"),
+    "tests/test_config.py": ("def test_parse(fresh_config, twice):\n"
+                             "    fresh_config.parse([])\n"  # 2: the only such fixture
+                             "    twice.parse([])\n"),  # 3: two plugins define it
+}
+
+
+def test_parameters_typed_by_the_only_plugin_fixture_of_their_name(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    found = {c.line: c.how for c in callers_of(graphs(PLUGIN_FIXTURE_FILES),
+                                               "kit.config.Config.parse")}
+    assert found == {2: "graph", 3: "lexical"}
+
+
+# Another name for a class or function, assigned at module level.
+ALIAS_FILES = {
+    "ma/__init__.py": "from ma.fields import Str\n",
+    "ma/fields.py": ("class String:\n    def __init__(self, n=0):\n        self.n = n\n\n"
+                     "    def load(self, v):\n        return v\n\n\n"
+                     "Str = String\n"
+                     "Either = String\n"
+                     "Either = int\n"),  # 11: two values, no alias
+    "ma/use.py": ("import ma\nfrom ma import fields\n\n\n"
+                  "def use():\n"
+                  "    fields.Str().load(1)\n"  # 6: module attribute, then its instance
+                  "    s = ma.Str(2)\n"  # 7: through the package's re-export
+                  "    s.load(2)\n"
+                  "    fields.Either().load(3)\n"),  # 9: not an alias
+}
+
+
+def test_a_module_level_alias_names_the_same_class(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    graph = graphs(ALIAS_FILES)
+    assert [(c.line, c.how) for c in callers_of(graph, "ma.fields.String.load")
+            if c.path == "ma/use.py"] == [(6, "graph"), (8, "graph"), (9, "lexical")]
+    assert [(c.line, c.how) for c in callers_of(graph, "ma.fields.String.__init__")
+            if c.path == "ma/use.py"] == [(6, "graph"), (7, "graph")]

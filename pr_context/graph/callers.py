@@ -5,12 +5,12 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
-from pr_context.graph.names import class_bases, mro
+from pr_context.graph.names import class_bases, imported_targets, mro
 from pr_context.graph.resolve import resolve_site
-from pr_context.graph.tables import CLASS_KINDS, Site, Tables, read_tables
+from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables, read_tables
 from pr_context.graph.types import bind_types
 from pr_context.index.store import IndexStore
 
@@ -40,6 +40,7 @@ _BUILTIN_METHOD_NAMES = frozenset(
     name for kind in (dict, list, set, frozenset, str, bytes, bytearray, tuple, int, float,
                       complex, object, memoryview, range, slice, type(iter(())))
     for name in dir(kind)) | frozenset(dir(io.IOBase)) | frozenset(dir(io.TextIOBase))
+_ECMASCRIPT = frozenset({"javascript", "typescript", "tsx"})
 _T = TypeVar("_T")
 
 
@@ -78,6 +79,8 @@ class SymbolGraph:
     dynamic: Mapping[str, tuple[Site, ...]]  # method name -> calls on unknown receivers
     unbound: Mapping[str, tuple[Site, ...]]  # name -> bare calls nothing binds
     names: Mapping[str, tuple[str, ...]]  # name -> definitions with that name
+    # path -> what its imports can name (graph.names.imported_targets), filled on use
+    visible: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
 
 
 def load_graph(store: IndexStore) -> SymbolGraph:
@@ -161,22 +164,60 @@ def _override_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Calle
 
 
 def _lexical_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
+    """Same-name candidates: calls on receivers of unknown class and bare names nothing
+    binds, in files of the definition's language family (JavaScript's ``console.warn()``
+    never calls a Python method)."""
     d = graph.tables.definitions[qualified_name]
-    same_name = graph.names.get(d.name, ())
+    family = _family(d.language)
+    same_name = [q for q in graph.names.get(d.name, ())
+                 if _family(graph.tables.definitions[q].language) == family]
     if d.kind == "method" and not (d.language == "python" and d.name in _BUILTIN_METHOD_NAMES):
         methods = [q for q in same_name if graph.tables.definitions[q].kind == "method"]
         share = DYNAMIC_CONFIDENCE / max(len(methods), 1)
         for site in graph.dynamic.get(d.name, ()):
-            yield replace(_caller(site, "lexical", share, _candidate_reason(site, len(methods))),
-                          candidate="dynamic", sole=len(methods) <= 1)
+            if _family(site.language) == family and not _likelier_homonym(
+                    graph, site, d, methods):
+                yield replace(_caller(site, "lexical", share,
+                                      _candidate_reason(site, len(methods))),
+                              candidate="dynamic", sole=len(methods) <= 1)
     bare = [q for q in same_name if graph.tables.definitions[q].kind != "method"]
     if d.kind != "method" or d.language == "java":
         homonyms = len(same_name if d.language == "java" else bare)
         share = UNBOUND_CONFIDENCE / max(homonyms, 1)
         for site in graph.unbound.get(d.name, ()):
-            yield replace(_caller(site, "lexical", share,
-                                  f"{d.name}() is not bound in {site.path}; same-name candidate"),
-                          candidate="unbound", sole=homonyms <= 1)
+            if _family(site.language) == family:
+                yield replace(_caller(
+                    site, "lexical", share,
+                    f"{d.name}() is not bound in {site.path}; same-name candidate"),
+                    candidate="unbound", sole=homonyms <= 1)
+
+
+def _likelier_homonym(graph: SymbolGraph, site: Site, d: Def, methods: list[str]) -> bool:
+    """Whether, in Python, the calling file can name the class of another method of this
+    name but not ``d``'s (nor a class related to it by inheritance): ``rep._to_json()``
+    in a file that imports the reports, not the subtests, calls the reports' method."""
+    if d.language != "python" or len(methods) <= 1 or d.parent is None:
+        return False
+    tables, own = graph.tables, d.parent
+    if _can_name(graph, site.path, own):
+        return False
+    related = set(mro(tables, own))
+    others = {tables.definitions[m].parent for m in methods if m != d.qualified_name}
+    return any(other and other not in related and own not in set(mro(tables, other))
+               and _can_name(graph, site.path, other) for other in others)
+
+
+def _can_name(graph: SymbolGraph, path: str, cls: str) -> bool:
+    """Whether ``path`` defines or imports ``cls``, its module or a package above it."""
+    if path not in graph.visible:
+        graph.visible[path] = imported_targets(graph.tables, path)
+    module = graph.tables.file_module.get(graph.tables.definitions[cls].path, "")
+    return any(name == target or name.startswith(target + ".")
+               for target in graph.visible[path] if target for name in (cls, module))
+
+
+def _family(language: str) -> str:
+    return "ecmascript" if language in _ECMASCRIPT else language
 
 
 def _candidate_reason(site: Site, count: int) -> str:

@@ -18,8 +18,8 @@ from pr_context.models import Import
 from pr_context.parse.code_paths import module_path
 
 __all__ = [
-    "Binding", "bind_name", "class_bases", "enclosing_class", "is_enum", "mro",
-    "resolve_dotted", "resolve_in",
+    "Binding", "bind_name", "class_bases", "enclosing_class", "imported_targets", "is_enum",
+    "mro", "resolve_dotted", "resolve_in",
 ]
 
 # Re-export chains and base-class walks longer than this are cycles or generated code.
@@ -159,7 +159,8 @@ def _member(tables: Tables, owner: str, name: str, hops: int) -> str | None:
 
 
 def _export(tables: Tables, module: str, name: str, hops: int) -> str | None:
-    """What ``module`` exports as ``name``: its own definition, a submodule, a re-export."""
+    """What ``module`` exports as ``name``: its own definition, a submodule, a re-export,
+    another name for a definition (``URL = Url``)."""
     own = f"{module}.{name}" if module else name
     if own in tables.definitions or own in tables.modules:
         return own
@@ -168,6 +169,9 @@ def _export(tables: Tables, module: str, name: str, hops: int) -> str | None:
     if hops > MAX_HOPS:
         return None
     for path in tables.modules.get(module, ()):
+        alias = tables.aliases.get((path, name))
+        if alias:
+            return resolve_dotted(tables, alias, hops + 1)
         binding = _bind_import(tables, path, name) or _bind_star(tables, path, name, hops)
         target = binding and resolve_dotted(tables, binding.target, hops + 1)
         if target:
@@ -205,6 +209,14 @@ def _bind_scope(tables: Tables, enclosing: str | None, name: str) -> Binding | N
     return None
 
 
+def imported_targets(tables: Tables, path: str) -> frozenset[str]:
+    """The dotted targets ``path``'s imports bind (modules and names, a * import's module),
+    and its own module: what the file can name."""
+    language = tables.file_language[path]
+    return frozenset([tables.file_module[path], *(
+        _import_target(tables, path, language, imp) for imp in tables.imports.get(path, ()))])
+
+
 def _bind_import(tables: Tables, path: str, name: str) -> Binding | None:
     language = tables.file_language[path]
     for imp in tables.imports.get(path, ()):
@@ -225,7 +237,8 @@ def _bind_module(tables: Tables, path: str, name: str) -> Binding | None:
         return Binding(qualified, f"defined in {where}")
     if tables.file_language[path] == "rust" and qualified in tables.modules:
         return Binding(qualified, f"child module {qualified}")
-    return None
+    alias = tables.aliases.get((path, name))
+    return Binding(alias, f"assigned {alias} in the same module") if alias else None
 
 
 def _bind_star(tables: Tables, path: str, name: str, hops: int = 0) -> Binding | None:

@@ -88,6 +88,9 @@ class Tables:
     attributes: Mapping[tuple[str, str], Assignment] = field(default_factory=dict)
     # (path, name) -> class of what every module-level ``name = ...`` of the file assigns
     globals: Mapping[tuple[str, str], Assignment] = field(default_factory=dict)
+    # (path, name) -> the definition a module-level ``name = Other`` makes it another name
+    # of (``URL = Url``), when every assignment of the name agrees; filled by build_graph
+    aliases: Mapping[tuple[str, str], str] = field(default_factory=dict)
     # class -> data attributes it sets: names assigned in its body or to ``self.name``
     members: Mapping[str, frozenset[str]] = field(default_factory=dict)
     # class -> field -> declared type (Java, TypeScript, Go, Rust)

@@ -29,7 +29,7 @@ from pr_context.graph.annotations import (
     split_top_level,
 )
 from pr_context.graph.infer import FUNCTION_KINDS, Inferred, infer, is_inferable
-from pr_context.graph.names import enclosing_class, is_enum
+from pr_context.graph.names import enclosing_class, is_enum, resolve_in
 from pr_context.graph.tables import CLASS_KINDS, Assignment, Def, Tables
 
 __all__ = ["bind_types"]
@@ -52,6 +52,8 @@ _WITH_ITEM = re.compile(r"(.+?)\s+as\s+([A-Za-z_]\w*)")
 _RETURNED = re.compile(r"\s*(?:return|yield)\s+(\S.*)")
 _YIELD = re.compile(r"(?:^|[=(]|\s)yield\b")
 _FIXTURE = re.compile(r"\s*@(?:pytest\.)?fixture\b")
+_TEST_MODULE = re.compile(r"test_.*\.py|.*_test\.py")
+_DOTTED_VALUE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _DEF_LINE = re.compile(r"\s*(?:async\s+)?def\s")
 _CALL_HEAD = re.compile(r"(?:await\s+)?([A-Za-z_][\w.]*)\(")
 _KEYWORDS = frozenset({"else", "try", "finally", "except", "lambda", "case", "match"})
@@ -85,13 +87,14 @@ class _Bindings:
     pending: list[_Pending]
     returns: dict[str, list[tuple[int, str]]]  # function -> (line, returned value)
     generators: set[str]  # functions that yield
+    aliases: dict[Key, list[str]]  # (path, name) -> definitions ``name = Other`` names
 
 
 def bind_types(tables: Tables) -> Tables:
     """``tables`` with the variables and ``self`` attributes whose class is evident."""
     bindings = _Bindings(defaultdict(list), defaultdict(list), defaultdict(list),
                          defaultdict(list), defaultdict(list), defaultdict(set), [],
-                         defaultdict(list), set())
+                         defaultdict(list), set(), defaultdict(list))
     for d in _python_functions(tables):
         for name, annotation in parameters(d.signature):
             named = annotated_type(tables, d.path, d.qualified_name, annotation)
@@ -108,7 +111,9 @@ def bind_types(tables: Tables) -> Tables:
     members = defaultdict(set, {c: set(names) for c, names in tables.members.items()})
     for cls, attribute in bindings.attributes:
         members[cls].add(attribute)
-    tables = replace(tables, members={c: frozenset(n) for c, n in members.items()})
+    # Names bound so far were looked up without the aliases: forget them.
+    tables = replace(tables, members={c: frozenset(n) for c, n in members.items()},
+                     aliases=_agreed_aliases(bindings), file_bindings={})
     fixtures: dict[Key, list[Assignment]] = {}
     for _ in range(MAX_ROUNDS):
         tables = _frozen(tables, bindings, fixtures)
@@ -117,6 +122,12 @@ def bind_types(tables: Tables) -> Tables:
             break
         fixtures = typed
     return _frozen(tables, bindings, fixtures)
+
+
+def _agreed_aliases(bindings: _Bindings) -> dict[Key, str]:
+    """Module-level names every assignment of which names the same definition."""
+    return {key: targets[0] for key, targets in bindings.aliases.items()
+            if len(set(targets)) == 1 and len(targets) == len(bindings.globals.get(key, ()))}
 
 
 def _frozen(tables: Tables, bindings: _Bindings, fixtures: Mapping[Key, list[Assignment]]
@@ -189,6 +200,10 @@ def _bind_assignment(tables: Tables, path: str, scope: Def | None, line: int,
     target = _binding_list(tables, path, scope, name, bindings)
     if target is None:
         return
+    if scope is None and value and _DOTTED_VALUE.fullmatch(value.partition("#")[0].strip()):
+        other = resolve_in(tables, path, None, value.partition("#")[0].strip())
+        if other is not None and other in tables.definitions:
+            bindings.aliases[(path, name)].append(other)
     in_class = scope is not None and scope.kind in CLASS_KINDS
     if in_class and scope is not None and value and is_enum(tables, scope.qualified_name) \
             and not name.startswith("_"):
@@ -353,16 +368,25 @@ def _fixture_class(tables: Tables, d: Def) -> Assignment | None:
 
 def _visible_fixture(path: str, candidates: list[tuple[Def, Assignment | None]]
                      ) -> Assignment | None:
-    """The fixture pytest would pass in ``path``: same file, then the nearest conftest.py."""
+    """The fixture pytest would pass in ``path``: same file, then the nearest conftest.py,
+    else the only fixture of that name a plugin module (neither a conftest nor a test
+    module) defines: a parameter of a test names some fixture, and a plugin's (pytester's,
+    a project's own pytest plugin) are visible wherever the plugin is active."""
     directory = posixpath.dirname(path)
     ranked: list[tuple[tuple[int, int], Assignment | None]] = []
+    plugins = []
     for d, assigned in candidates:
+        name = posixpath.basename(d.path)
         if d.path == path:
             ranked.append(((0, 0), assigned))
-        elif posixpath.basename(d.path) == "conftest.py":
+        elif name == "conftest.py":
             home = posixpath.dirname(d.path)
             if home == "" or directory == home or directory.startswith(home + "/"):
                 ranked.append(((1, -len(home)), assigned))  # the deepest first
+        elif not _TEST_MODULE.fullmatch(name):
+            plugins.append(assigned)
+    if not ranked and len(plugins) == 1 and len(candidates) == 1:
+        return plugins[0]
     return min(ranked, key=lambda r: r[0])[1] if ranked else None
 
 
