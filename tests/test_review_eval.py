@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 _PATH = Path(__file__).parents[1] / "evals" / "review" / "run_review_eval.py"
+sys.path.insert(0, str(_PATH.parent))  # the evaluator imports caller_sample beside it
 _SPEC = importlib.util.spec_from_file_location("run_review_eval", _PATH)
 assert _SPEC and _SPEC.loader
 ev = importlib.util.module_from_spec(_SPEC)
@@ -116,3 +117,102 @@ def test_caller_figures_pool_sites_over_symbols():
     assert figures["lexical"] == (0.5, pytest.approx(1 / 3))
     assert figures["graph+lexical"] == (pytest.approx(2 / 3), pytest.approx(2 / 3))
     assert figures["grep"] == (1.0, pytest.approx(1 / 3))
+
+
+import ast  # noqa: E402
+
+import caller_sample as cs  # noqa: E402  (beside the evaluator, on the path above)
+
+SAMPLE = '''\
+import functools
+
+
+def deco(f):
+    @functools.wraps(f)
+    def wrapper(*args):
+        return f(*args)
+    return wrapper
+
+
+class Box:
+    @property
+    def size(self):
+        return 1
+
+    def items(self):
+        def gen():
+            yield 1
+        return list(gen())
+'''
+
+
+def test_touched_lines_take_added_head_lines_and_removed_base_lines():
+    patch = ("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n"
+             "@@ -3,0 +4,2 @@ x\n+a\n+b\n@@ -9 +10,0 @@\n-gone\n"
+             "diff --git a/n.py b/n.py\n--- a/n.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-x\n-y\n")
+    assert cs.touched_lines(patch) == {"m.py": ({4, 5}, {9}), "n.py": (set(), {1, 2})}
+
+
+@pytest.mark.parametrize(("added", "expected"), [
+    ({7}, [("deco", ("deco.wrapper",))]),  # inside the closure: the decorator
+    ({5}, [("deco", ("deco.wrapper",))]),  # the closure's decorator line
+    ({4}, [("deco", ())]),
+    ({14}, [("Box.size", ())]),
+    ({18, 19}, [("Box.items", ("Box.items.gen",))]),
+    ({9, 10}, []),  # between definitions
+])
+def test_changed_functions_count_nested_changes_for_the_outermost_function(added, expected):
+    found = cs.changed_functions("m.py", SAMPLE, added)
+    assert [(f.local_name, f.nested) for f in found] == expected
+
+
+def test_removed_lines_count_for_the_base_function_the_head_still_has():
+    base = SAMPLE.replace("        return list(gen())\n",
+                          "        x = 1\n        return list(gen())\n")
+    base += "\n\ndef gone():\n    return 0\n"
+    # line 19 (x = 1) was removed from Box.items; gone() is not at head; line 9 is blank
+    found = cs.changed_functions("m.py", SAMPLE, set(), base, {9, 19, 23, 24})
+    assert [(f.local_name, f.line) for f in found] == [("Box.items", 16)]
+
+
+def test_a_function_moved_within_its_file_is_not_changed():
+    moved = SAMPLE.replace("class Box:", "def later():\n    return 2\n\n\nclass Box:")
+    head = moved.replace("def deco(f):", "def first():\n    return 1\n\n\ndef deco(f):")
+    base = moved.replace("def later():\n    return 2\n\n\n", "") + (
+        "\n\ndef later():\n    return 2\n")
+    added = set(range(1, len(head.splitlines()) + 1))
+    assert [f.local_name for f in cs.changed_functions("m.py", head, added, base, set())] == [
+        "first"]
+
+
+def test_changed_function_positions_and_properties():
+    [size] = cs.changed_functions("m.py", SAMPLE, {14})
+    assert (size.line, size.column, size.start, size.is_property) == (13, 8, 12, True)
+    assert cs.changed_functions("m.py", "def broken(:\n", {1}) == []
+
+
+MISSES = '''\
+from pkg import registry, Thing
+
+
+def use(param):
+    client = make()
+    client.send()
+    make().send()
+    param.send()
+    registry.send()
+    Color.RED.send()
+    self.conn.send()
+    send()
+    items[0].send()
+    Thing.send()
+'''
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    (6, "return-type receiver"), (7, "return-type receiver"), (8, "parameter"),
+    (9, "module global"), (10, "enum member"), (11, "attribute"), (12, "bare name"),
+    (13, "other"), (14, "other"), (1, "other")])
+def test_miss_kind_names_what_the_site_calls_the_function_on(line, kind):
+    assert cs.miss_kind(ast.parse(MISSES), line, "send") == kind
+    assert cs.miss_kind(None, line, "send") == "other"

@@ -2,13 +2,14 @@
 
 Writes labels only (repository, SHAs, paths), never code: one JSON object per line.
 A case is a first-parent commit (a squash merge, or a merge commit taken as its
-first-parent diff) that changes Python source under ``src/`` and touches test or
-documentation files, with at most ``MAX_FILES`` files. Re-run it against local clones:
+first-parent diff) that changes Python source under the project's source directory
+(``src/`` unless ``--source-dir`` names another, such as a top-level package) and
+touches test or documentation files, with at most ``MAX_FILES`` files. Re-run it
+against local clones:
 
     python evals/review/mine_cases.py \\
         --clone pytest-dev/pluggy=/path/to/pluggy.git \\
-        --clone pypa/packaging=/path/to/packaging.git \\
-        --clone pallets/werkzeug=/path/to/werkzeug.git \\
+        --clone Textualize/rich=/path/to/rich.git --source-dir Textualize/rich=rich \\
         --per-repo 10 --doc-cases 5 --until-date 2026-01-01 --out evals/review/cases.jsonl
 
 Each clone is read at its ``HEAD``. ``--until-date`` keeps the walk reproducible: only
@@ -27,13 +28,14 @@ from pathlib import Path, PurePosixPath
 
 __all__ = ["Case", "classify", "is_changelog", "mine"]
 
+DEFAULT_SOURCE_DIR = "src"
 MAX_FILES = 30  # a larger commit is a sweep (rename, reformat), not a reviewable change
 # Messages of commits that only restyle code: their diffs carry no behaviour to review.
 # Branch syncs ("Merge branch 'stable'") bundle several changes; sweeps (dropping a Python
 # version, typing or typo passes) touch many tests for no behaviour change.
 _SKIPPED = re.compile(r"\b(black|ruff|isort|pre-commit|reformat|formatting|lint|pyupgrade|"
-                      r"flake8|typos?|codespell|whitespace|chore|drop(ping)? support|"
-                      r"drop-py\d*|merge branch)\b", re.IGNORECASE)
+                      r"flake8|typos?|codespell|whitespace|chore|drop(ping)? (support|python)|"
+                      r"drop-py\d*|mypy|typing|type hints?|merge branch)\b", re.IGNORECASE)
 _TEST_MODULE = re.compile(r"^(test_.*|.*_test)\.py$")
 _TEST_DIRS = frozenset({"tests", "testing", "test"})
 _DOC_SUFFIXES = frozenset({".rst", ".md", ".txt"})
@@ -59,6 +61,7 @@ class Case:
     docs_touched: list[str]
     docs_added: list[str]
     changelog_files: list[str]
+    source_dir: str = DEFAULT_SOURCE_DIR
 
 
 def is_changelog(path: str) -> bool:
@@ -68,13 +71,14 @@ def is_changelog(path: str) -> bool:
             or bool(_CHANGELOG.match(parts[-1])))
 
 
-def classify(path: str) -> str | None:
-    """``source``, ``test``, ``doc``, ``changelog`` or None for anything else."""
+def classify(path: str, source_dir: str = DEFAULT_SOURCE_DIR) -> str | None:
+    """``source`` (a Python file under ``source_dir``), ``test``, ``doc``, ``changelog``
+    or None for anything else."""
     pure = PurePosixPath(path)
     if any(p in _TEST_DIRS for p in pure.parts[:-1]) or _TEST_MODULE.match(pure.name):
         # conftest.py, helpers and data under tests/ support tests; only test modules count
         return "test" if _TEST_MODULE.match(pure.name) else None
-    if pure.parts[0] == "src":
+    if pure.parts[0] == source_dir:
         return "source" if pure.suffix == ".py" else None
     if pure.suffix.lower() not in _DOC_SUFFIXES:
         return None
@@ -112,13 +116,14 @@ def _only_whitespace(clone: Path, base: str, head: str, paths: list[str]) -> boo
     return not out.strip()
 
 
-def _case(repo: str, clone: Path, sha: str, base: str, subject: str) -> Case | None:
+def _case(repo: str, clone: Path, sha: str, base: str, subject: str,
+          source_dir: str) -> Case | None:
     changes = _changes(clone, base, sha)
     if len(changes) > MAX_FILES or _SKIPPED.search(subject):
         return None
     kinds: dict[str, list[tuple[str, str]]] = {}
     for status, path in changes:
-        kinds.setdefault(classify(path) or "other", []).append((status, path))
+        kinds.setdefault(classify(path, source_dir) or "other", []).append((status, path))
     sources = sorted(p for _, p in kinds.get("source", []))
     tests, docs = kinds.get("test", []), kinds.get("doc", [])
     if not sources or not (tests or docs) or _only_whitespace(clone, base, sha, sources):
@@ -130,11 +135,12 @@ def _case(repo: str, clone: Path, sha: str, base: str, subject: str) -> Case | N
         tests_added=sorted(p for s, p in tests if s == "A"),
         docs_touched=sorted(p for s, p in docs if s != "A"),
         docs_added=sorted(p for s, p in docs if s == "A"),
-        changelog_files=sorted(p for _, p in kinds.get("changelog", [])))
+        changelog_files=sorted(p for _, p in kinds.get("changelog", [])),
+        source_dir=source_dir)
 
 
 def mine(repo: str, clone: Path, per_repo: int, doc_cases: int,
-         until_date: str) -> list[Case]:
+         until_date: str, source_dir: str = DEFAULT_SOURCE_DIR) -> list[Case]:
     """The newest ``per_repo`` cases of ``repo`` that score at least one existing file.
 
     Docs are edited far less often than tests, so the walk goes on past ``per_repo``,
@@ -142,7 +148,7 @@ def mine(repo: str, clone: Path, per_repo: int, doc_cases: int,
     """
     found: list[Case] = []
     for sha, base, subject in _candidates(clone, until_date):
-        case = _case(repo, clone, sha, base, subject)
+        case = _case(repo, clone, sha, base, subject, source_dir)
         if case is None:
             continue
         if case.docs_touched or (len(found) < per_repo and case.tests_touched):
@@ -152,22 +158,34 @@ def mine(repo: str, clone: Path, per_repo: int, doc_cases: int,
     return found
 
 
+def _labels(case: Case) -> dict[str, object]:
+    """A case as written: ``source_dir`` only where it is not the default."""
+    labels = asdict(case)
+    if case.source_dir == DEFAULT_SOURCE_DIR:
+        del labels["source_dir"]
+    return labels
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clone", action="append", required=True,
                         help="OWNER/NAME=PATH of a local clone (repeatable)")
+    parser.add_argument("--source-dir", action="append", default=[],
+                        help="OWNER/NAME=DIR: the top-level directory holding that "
+                             f"project's Python source (default {DEFAULT_SOURCE_DIR})")
     parser.add_argument("--per-repo", type=int, default=12)
     parser.add_argument("--doc-cases", type=int, default=5,
                         help="walk on until this many cases per repository touch docs")
     parser.add_argument("--until-date", default="2026-01-01")
     parser.add_argument("--out", type=Path, default=Path("evals/review/cases.jsonl"))
     args = parser.parse_args(argv)
+    source_dirs = dict(s.split("=", 1) for s in args.source_dir)
     lines = []
     for spec in args.clone:
         repo, _, path = spec.partition("=")
-        lines += [json.dumps(asdict(c)) for c in
-                  mine(repo, Path(path), args.per_repo, args.doc_cases,
-                       args.until_date)]
+        lines += [json.dumps(_labels(c)) for c in
+                  mine(repo, Path(path), args.per_repo, args.doc_cases, args.until_date,
+                       source_dirs.get(repo, DEFAULT_SOURCE_DIR))]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
