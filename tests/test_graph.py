@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from pr_context.graph import SymbolGraph, callers_of
+from pr_context.graph.class_lines import class_level_lines
 from pr_context.graph.declared import (
     Local,
     element_type,
@@ -16,6 +17,8 @@ from pr_context.graph.declared import (
     parameter_types,
     return_type,
 )
+from pr_context.graph.tables import Def
+from pr_context.parse import parse_file
 
 PY_FILES = {
     "shop/__init__.py": "from .session import create_session\n",
@@ -1363,3 +1366,77 @@ def test_a_module_level_alias_names_the_same_class(
             if c.path == "ma/use.py"] == [(6, "graph"), (8, "graph"), (9, "lexical")]
     assert [(c.line, c.how) for c in callers_of(graph, "ma.fields.String.__init__")
             if c.path == "ma/use.py"] == [(6, "graph"), (7, "graph")]
+
+
+CLASS_BODY = '''\
+import typing as t
+
+
+# Registry of things.
+@decorated
+class Registry:
+    """Holds things.
+
+    size = not an attribute, a docstring line
+    """
+
+    default = Thing()
+    # a comment about add
+    @t.overload
+    def add(self, x: int) -> int: ...
+    @t.overload
+    def add(self, x: str) -> str: ...
+    def add(
+        self,
+        x,
+    ):
+        size = 0
+
+        return x
+
+    class Meta:
+        fields = ("a",)
+
+    name: str = "r"
+
+    @property
+    def count(self):
+
+        return 1
+    last = Thing()
+'''
+
+
+def _class_lines(text: str) -> dict[int, str]:
+    parsed = parse_file("m.py", text, "python", "production")
+    chunks = [("m.py", c.start_line, c.end_line, c.text, c.symbol) for c in parsed.chunks
+              if c.kind in {"definition", "definition_part", "module"}]
+    headers = [(c.symbol, c.text, "python", "m.py", c.start_line, c.end_line)
+               for c in parsed.chunks if c.kind == "class_header"]
+    defs = [Def("m.py", "python", d.name, d.qualified_name, d.kind, d.signature, d.parent,
+                d.start_line, d.end_line) for d in parsed.definitions]
+    verbatim = {"m.py": {n: line for _p, start, end, body, _s in chunks
+                         for n, line in zip(range(start, end + 1), body.split("\n"),
+                                            strict=False)}}
+    return class_level_lines(verbatim, chunks, headers, defs).get("m.py", {})
+
+
+def test_class_level_lines_are_read_back_with_their_numbers() -> None:
+    rows = _class_lines(CLASS_BODY)
+    source = CLASS_BODY.split("\n")
+    assert all(source[n - 1] == text for n, text in rows.items())  # each at its own line
+    assigned = {n for n, text in rows.items() if "=" in text or ":" in text.split("#")[0]}
+    assert {source[n - 1].strip() for n in assigned} >= {
+        'default = Thing()', 'name: str = "r"', "last = Thing()", 'fields = ("a",)'}
+    # member lines (overloads, the multi-line signature, bodies) are never the class's
+    assert not {n for n in rows if "size = 0" in source[n - 1] or "return" in source[n - 1]}
+
+
+def test_class_level_lines_of_a_class_split_into_parts() -> None:
+    body = "".join(f"    field_{i} = Thing()\n" for i in range(120))
+    text = "class Big:\n    def first(self):\n        return 1\n\n" + body
+    rows = _class_lines(text)
+    source = text.split("\n")
+    assert all(source[n - 1] == line for n, line in rows.items())
+    assert {line.strip() for line in rows.values() if "field_" in line} == {
+        f"field_{i} = Thing()" for i in range(120)}

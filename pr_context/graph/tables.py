@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pr_context.graph import declared
+from pr_context.graph.class_lines import class_level_lines
 from pr_context.index.store import IndexStore
 from pr_context.models import Import
 from pr_context.parse.code_paths import module_path
@@ -35,8 +36,6 @@ _LINE_LANGUAGES = "'python', 'java', 'typescript', 'tsx', 'javascript', 'go', 'r
 Rows = Sequence[tuple[Any, ...]]
 # `    name = ...`, `    name: T`: a class-level field in a class header (multiline mode).
 _FIELD = re.compile(r"^[ \t]+([A-Za-z_]\w*)[ \t]*(?::|=(?!=))", re.MULTILINE)
-_CLASS_LINE = re.compile(r"\s*class\s")
-_BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
 
 @dataclass(frozen=True)
@@ -164,12 +163,12 @@ def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
                   language, {p: tuple(i) for p, i in by_path.items()},
                   tuple(Site(row[0], language[row[0]], *row[1:]) for row in sites
                         if row[0] in language),
-                  lines=_source_lines(chunks, headers, definitions),
+                  lines=_source_lines(chunks, headers, [*definitions.values(), *shadowed]),
                   members=_class_fields(headers), shadowed=tuple(shadowed),
                   field_types=_field_types(headers))
 
 
-def _source_lines(chunks: Rows, headers: Rows, definitions: Mapping[str, Def]
+def _source_lines(chunks: Rows, headers: Rows, definitions: Sequence[Def]
                   ) -> dict[str, dict[int, str]]:
     """path -> line number -> text, from chunks whose text is their lines verbatim, and
     the class-level lines of Python class headers (attributes, fields, enum members)."""
@@ -178,72 +177,10 @@ def _source_lines(chunks: Rows, headers: Rows, definitions: Mapping[str, Def]
         # A later part repeats the signature first: its own lines are the last ones.
         own = text.split("\n")[-(end - start + 1):]
         lines[path].update(zip(range(start, end + 1), own, strict=False))
-    starts = _chunk_starts(chunks, headers)
-    members: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for d in definitions.values():
-        if d.parent is not None and d.language == "python":
-            members[d.parent].append((starts.get(d.qualified_name, d.start_line), d.end_line))
-    prefix: dict[str, int] = {}  # class -> lines of its declaration, repeated on each part
-    for symbol, text, language, path, start, end in headers:
-        if language != "python":
-            continue
-        own = text.split("\n")
-        if symbol in prefix:
-            own = own[prefix[symbol]:]
-        else:
-            prefix[symbol] = _declaration_lines(own)
-        lines[path].update(_class_rows(start, end, own, sorted(members.get(symbol, ()))))
+    for path, rows in class_level_lines(lines, chunks, headers, definitions).items():
+        for number, text in rows.items():
+            lines[path].setdefault(number, text)
     return dict(lines)
-
-
-def _chunk_starts(chunks: Rows, headers: Rows) -> dict[str, int]:
-    """symbol -> the first line of its chunks (comments right above it included)."""
-    starts: dict[str, int] = {}
-    for _path, start, _end, _text, symbol in chunks:
-        if symbol:
-            starts[symbol] = min(starts.get(symbol, start), start)
-    for symbol, _text, _language, _path, start, _end in headers:
-        starts[symbol] = min(starts.get(symbol, start), start)
-    return starts
-
-
-def _class_rows(start: int, end: int, text: list[str],
-                members: list[tuple[int, int]]) -> dict[int, str]:
-    """Line number -> text of a class header's own lines: each member is elided to its
-    signature lines there, which stand for the member's lines ``(first, last)``."""
-    rows: dict[int, str] = {}
-    index, row = 0, start
-    for first, last in members:
-        if last < row or first > end:
-            continue
-        while row < first and index < len(text):
-            rows[row] = text[index]
-            index, row = index + 1, row + 1
-        index = _after_signature(text, index)
-        row = last + 1
-    while row <= end and index < len(text):
-        rows[row] = text[index]
-        index, row = index + 1, row + 1
-    return rows
-
-
-def _after_signature(text: list[str], index: int) -> int:
-    """The index past the signature starting at ``text[index]``: lines up to the first
-    one that closes every bracket opened since (``def f(a,\n      b):``)."""
-    depth = 0
-    while index < len(text):
-        depth += sum(_BRACKETS.get(c, 0) for c in text[index].partition("#")[0])
-        index += 1
-        if depth <= 0:
-            break
-    return index
-
-
-def _declaration_lines(text: list[str]) -> int:
-    """How many lines of a class header's first part reach the end of its ``class``
-    declaration (comments and decorators above it included)."""
-    first = next((i for i, line in enumerate(text) if _CLASS_LINE.match(line)), None)
-    return 0 if first is None else _after_signature(text, first)
 
 
 def _class_fields(headers: Rows) -> dict[str, frozenset[str]]:
