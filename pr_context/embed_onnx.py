@@ -1,12 +1,12 @@
-"""The embedding model run by ONNX Runtime, from an export of the model's own weights.
+"""The embedding model run by ONNX Runtime, on a graph built from the model's own weights.
 
-The export is made once, locally, with ``torch.onnx.export`` (nothing is downloaded),
-with mean pooling and normalisation inside the graph, and optionally quantized to int8
-with ONNX Runtime's dynamic quantization. It is cached on disk under a folder named by
-the hash of the model's files and the backend; a run that finds it loads it with
-``onnxruntime`` and ``tokenizers`` alone, without importing torch, which is what makes a
-search or review process start in a fraction of a second. Making the export needs
-torch (a dependency of pr-context, so it is there wherever pr-context installed whole).
+The graph (``embed_graph``: the BERT encoder, pooling and normalisation, built from
+``model.safetensors`` with numpy and the ``onnx`` helper API) is made once, locally, with
+neither torch nor an export step, and optionally quantized to int8 with ONNX Runtime's
+dynamic quantization. It is cached on disk under a folder named by the hash of the
+model's files, the backend and the recipe; a run that finds it loads it with
+``onnxruntime`` and ``tokenizers`` alone, which is what makes a search or review process
+start in a fraction of a second, and what lets pr-context run without torch at all.
 
 Every text runs alone (a batch of one): dynamic int8 quantization computes each
 activation's scale over the whole batch, padding included, so a text's vector would
@@ -22,7 +22,6 @@ import os
 import shutil
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,21 +30,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from pr_context.embed_graph import GRAPH_OPSET, BertSentenceModel, build_graph
 from pr_context.errors import EmbeddingError
 
 if TYPE_CHECKING:
     from pr_context.embed import Embeddings
 
-__all__ = ["EXPORT_VERSION", "ONNX_BACKENDS", "OnnxBackend", "OnnxEmbedder", "model_digest"]
+__all__ = ["GRAPH_VERSION", "ONNX_BACKENDS", "OnnxBackend", "OnnxEmbedder", "model_digest"]
 
 OnnxBackend = Literal["onnx", "onnx-int8"]
 ONNX_BACKENDS: tuple[OnnxBackend, ...] = ("onnx", "onnx-int8")
-# Bump when the export recipe changes (graph, opset, quantization settings): exports and
-# the indexes embedded with them are then made anew.
-EXPORT_VERSION = "1"
-ONNX_OPSET = 17
+# Bump when the recipe changes (graph, opset, quantization settings): cached graphs and
+# the indexes embedded with them are then made anew. 1 was torch.onnx.export's graph.
+GRAPH_VERSION = "2"
 _MODEL_FILE = "model.onnx"
-_RECORD_FILE = "export.json"
+_RECORD_FILE = "graph.json"
 _DIGESTS_FILE = "model-digests.json"
 _HASH_CHUNK_BYTES = 1 << 20
 
@@ -74,8 +73,8 @@ def model_digest(location: Path, cache_dir: Path) -> str:
 
 
 @dataclass(frozen=True)
-class _Export:
-    """Where one backend's export of one model lies, and what identifies it."""
+class _CachedGraph:
+    """Where one backend's graph of one model lies, and what identifies it."""
 
     folder: Path
     backend: OnnxBackend
@@ -84,7 +83,7 @@ class _Export:
     @property
     def identity(self) -> str:
         """The backend as an index records it: the variant and a hash of what made it."""
-        text = f"{self.backend}:{EXPORT_VERSION}:{self.source_digest}"
+        text = f"{self.backend}:{GRAPH_VERSION}:{self.source_digest}"
         return f"{self.backend}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
     @property
@@ -92,7 +91,7 @@ class _Export:
         return self.folder / _MODEL_FILE
 
     def problem(self) -> str | None:
-        """Why the export on disk cannot be used (missing, incomplete, corrupt), or None."""
+        """Why the graph on disk cannot be used (missing, incomplete, corrupt), or None."""
         if not self.folder.exists():
             return "it is missing"
         record = _read_json(self.folder / _RECORD_FILE)
@@ -107,24 +106,26 @@ class _Export:
         return None
 
 
-def _export_of(cache_dir: Path, backend: OnnxBackend, source_digest: str) -> _Export:
-    folder = cache_dir / f"{backend}-{EXPORT_VERSION}-{source_digest[:16]}"
-    return _Export(folder, backend, source_digest)
+def _cached_graph(cache_dir: Path, backend: OnnxBackend, source_digest: str) -> _CachedGraph:
+    folder = cache_dir / f"{backend}-{GRAPH_VERSION}-{source_digest[:16]}"
+    return _CachedGraph(folder, backend, source_digest)
 
 
 class OnnxEmbedder:
-    """A mean-pooling sentence-transformers model run by ONNX Runtime (see module doc).
+    """A BERT-family sentence-transformers model run by ONNX Runtime (see module doc).
 
-    ``location`` is the local model folder; ``warn`` reports an export made or remade.
+    ``location`` is the model's folder (all of whose files identify it), ``model`` what
+    ``embed_graph.read_bert_sentence_model`` found in it; ``warn`` reports a graph built
+    or rebuilt.
     """
 
-    def __init__(self, name: str, location: Path, backend: OnnxBackend, cache_dir: Path,
-                 max_tokens: int, warn: Callable[[str], None]) -> None:
+    def __init__(self, name: str, location: Path, model: BertSentenceModel,
+                 backend: OnnxBackend, cache_dir: Path, warn: Callable[[str], None]) -> None:
         self._name = name
         self._location = location
+        self._model = model
         self._backend = backend
         self._cache_dir = cache_dir
-        self._max_tokens = max_tokens
         self._warn = warn
         # Seconds spent inside the model's own inference: the floor the rest is measured on.
         self.encode_seconds = 0.0
@@ -135,19 +136,15 @@ class OnnxEmbedder:
 
     @property
     def backend(self) -> str:
-        return self._export.identity
+        return self._graph.identity
 
     @property
     def dimension(self) -> int:
-        config = _read_json(self._location / "config.json")
-        size = config.get("hidden_size")
-        if not isinstance(size, int):
-            raise EmbeddingError(f"model {self._name} does not report its hidden size")
-        return size
+        return self._model.hidden_size
 
     @property
     def max_tokens(self) -> int:
-        return self._max_tokens
+        return self._model.max_tokens
 
     def embed(self, texts: Sequence[str]) -> Embeddings:
         from pr_context.embed import Embeddings
@@ -155,9 +152,11 @@ class OnnxEmbedder:
         vectors = np.zeros((len(texts), self.dimension), np.float32)
         if not texts:
             return Embeddings(vectors, ())
+        if self._model.lowercase:
+            texts = [text.lower() for text in texts]
         full = self._tokenizer.encode_batch(list(texts))
         counts = tuple(len(e.ids) for e in full)
-        long = [i for i, n in enumerate(counts) if n > self._max_tokens]
+        long = [i for i, n in enumerate(counts) if n > self.max_tokens]
         truncated = dict(zip(long, self._truncating.encode_batch([texts[i] for i in long]),
                              strict=True))
         session = self._session
@@ -176,111 +175,74 @@ class OnnxEmbedder:
         return len(self._tokenizer.encode(word, add_special_tokens=False).ids)
 
     @cached_property
-    def _export(self) -> _Export:
+    def _graph(self) -> _CachedGraph:
         self._cache_dir.mkdir(parents=True, exist_ok=True)
         digest = model_digest(self._location, self._cache_dir)
-        return _export_of(self._cache_dir, self._backend, digest)
+        return _cached_graph(self._cache_dir, self._backend, digest)
 
     @cached_property
     def _tokenizer(self) -> Any:
         from pr_context.embed import load_tokenizer
 
-        return load_tokenizer(self._location, None)
+        return load_tokenizer(self._model.folder, None)
 
     @cached_property
     def _truncating(self) -> Any:
         from pr_context.embed import load_tokenizer
 
-        return load_tokenizer(self._location, self._max_tokens)
+        return load_tokenizer(self._model.folder, self.max_tokens)
 
     @cached_property
     def _session(self) -> Any:
-        export = self._export
-        problem = export.problem()
+        graph = self._graph
+        problem = graph.problem()
         if problem is not None:
-            if export.folder.exists():
-                self._warn(f"re-exporting the ONNX model in {export.folder}: {problem}")
+            if graph.folder.exists():
+                self._warn(f"rebuilding the ONNX graph in {graph.folder}: {problem}")
             else:
-                self._warn(f"exporting {self._name} to ONNX ({self._backend}) once, into "
-                           f"{export.folder}")
-            _make_export(self._location, export)
+                self._warn(f"building the ONNX graph of {self._name} ({self._backend}) "
+                           f"once, into {graph.folder}")
+            _make_graph(self._model, graph)
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initialisers are noise
         try:
-            return onnxruntime.InferenceSession(str(export.model_file), options,
+            return onnxruntime.InferenceSession(str(graph.model_file), options,
                                                 providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own untyped errors
-            raise EmbeddingError(f"cannot load the ONNX model {export.model_file}: {exc}. "
-                                 "Delete that folder to export it again") from exc
+            raise EmbeddingError(f"cannot load the ONNX model {graph.model_file}: {exc}. "
+                                 "Delete that folder to build it again") from exc
 
 
-def _make_export(location: Path, export: _Export) -> None:
-    """Export the model (torch), quantize it if asked, and record it, atomically.
+def _make_graph(model: BertSentenceModel, graph: _CachedGraph) -> None:
+    """Build the graph, quantize it if asked, and record it, atomically.
 
-    The int8 model is quantized from the fp32 export when that is already cached
-    (no torch needed then).
+    The int8 graph is quantized from the fp32 one, the cached one when it is sound.
     """
-    export.folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".export-", dir=export.folder.parent))
+    graph.folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=graph.folder.parent))
     try:
         final = work / _MODEL_FILE
-        full = _export_of(export.folder.parent, "onnx", export.source_digest)
-        if export.backend == "onnx-int8" and full.problem() is None:
+        full = _cached_graph(graph.folder.parent, "onnx", graph.source_digest)
+        if graph.backend == "onnx-int8" and full.problem() is None:
             _quantize(full.model_file, final)
-        elif export.backend == "onnx-int8":
-            exported = work / "fp32.onnx"
-            _export_with_torch(location, exported)
-            _quantize(exported, final)
-            exported.unlink()
+        elif graph.backend == "onnx-int8":
+            built = work / "fp32.onnx"
+            build_graph(model, built)
+            _quantize(built, final)
+            built.unlink()
         else:
-            _export_with_torch(location, final)
+            build_graph(model, final)
         _write_json(work / _RECORD_FILE, {
-            "identity": export.identity, "backend": export.backend,
-            "source_digest": export.source_digest, "export_version": EXPORT_VERSION,
-            "opset": ONNX_OPSET, "sha256": _file_sha256(final)})
-        if export.folder.exists():
-            shutil.rmtree(export.folder)
-        work.replace(export.folder)
+            "identity": graph.identity, "backend": graph.backend,
+            "source_digest": graph.source_digest, "graph_version": GRAPH_VERSION,
+            "opset": GRAPH_OPSET, "sha256": _file_sha256(final)})
+        if graph.folder.exists():
+            shutil.rmtree(graph.folder)
+        work.replace(graph.folder)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _export_with_torch(location: Path, target: Path) -> None:
-    """The model with mean pooling and normalisation, as one ONNX graph."""
-    try:
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-    except ImportError as exc:
-        raise EmbeddingError(
-            "exporting the model to ONNX needs torch and transformers (pip install "
-            "torch transformers), or use --embedding-backend torch") from exc
-
-    class Pooled(torch.nn.Module):
-        def __init__(self, model: Any) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                                token_type_ids=token_type_ids).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, p=2, dim=1)
-
-    model = AutoModel.from_pretrained(str(location)).eval()
-    sample = AutoTokenizer.from_pretrained(str(location))(
-        ["an example", "def example(): return 1"], padding=True, return_tensors="pt")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    axes: dict[str, dict[int, str]] = {n: {0: "batch", 1: "tokens"} for n in names}
-    # The tracer's warnings are about shapes this graph keeps dynamic: noise to users.
-    with torch.inference_mode(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(Pooled(model), tuple(sample[n] for n in names), str(target),
-                          input_names=names, output_names=["embedding"],
-                          dynamic_axes={**axes, "embedding": {0: "batch"}},
-                          opset_version=ONNX_OPSET, dynamo=False)
 
 
 def _quantize(source: Path, target: Path) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from pr_context.embed import SentenceTransformerEmbedder
+from pr_context.cli import ONNX_CACHE_ENV
+from pr_context.embed import DEFAULT_MODEL, SentenceTransformerEmbedder, make_embedder
+from pr_context.embed_onnx import OnnxEmbedder
 from pr_context.git import open_repository
 from pr_context.graph import SymbolGraph, load_graph
 from pr_context.index.build import IndexOptions, build_index
@@ -86,6 +88,33 @@ def real_embedder() -> SentenceTransformerEmbedder:
     embedder = SentenceTransformerEmbedder()
     embedder.embed(["load the model once"])
     return embedder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One cache of ONNX graphs per test session, also for the CLI processes tests start
+    (through the environment): the user's own cache is never touched."""
+    path = tmp_path_factory.mktemp("onnx-cache")
+    before = os.environ.get(ONNX_CACHE_ENV)
+    os.environ[ONNX_CACHE_ENV] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop(ONNX_CACHE_ENV, None)
+    else:
+        os.environ[ONNX_CACHE_ENV] = before
+
+
+@pytest.fixture(scope="session")
+def onnx_embedders(onnx_cache: Path) -> dict[str, OnnxEmbedder]:
+    """Both ONNX backends of the default model, built once per session (the int8 graph
+    quantized from the fp32 one)."""
+    made = {}
+    for backend in ("onnx", "onnx-int8"):
+        embedder = make_embedder(DEFAULT_MODEL, backend, onnx_cache, lambda _: None)
+        assert isinstance(embedder, OnnxEmbedder)
+        embedder.embed(["build once"])
+        made[backend] = embedder
+    return made
 
 
 @pytest.fixture(scope="module")

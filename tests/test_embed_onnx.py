@@ -1,4 +1,4 @@
-"""The ONNX Runtime backends on the real model: exported here, cached, checked, identified."""
+"""The ONNX Runtime backends on the real model: built here, cached, checked, identified."""
 
 from __future__ import annotations
 
@@ -29,24 +29,13 @@ TEXTS = [
     "Retry a flaky network call, doubling the wait after each failure.",
     "class TokenBucket:\n    def take(self, n): ...",
     "x " * 400,  # past the 256-token limit: truncated
+    "ok",
+    "Größe, naïve café, 東京の天気, emoji 🚀 and → arrows",
+    "SELECT id, name FROM users WHERE created_at > now() - interval '1 day';",
+    " ".join(f"word{i}" for i in range(120)),  # word pieces past the limit as well
+    "@app.route('/api/<int:item_id>', methods=['GET'])\nasync def get(item_id): ...",
+    "A long paragraph of prose. " * 20,  # just under or over the limit
 ]
-
-
-@pytest.fixture(scope="session")
-def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("onnx-cache")
-
-
-@pytest.fixture(scope="session")
-def onnx_embedders(onnx_cache: Path) -> dict[str, OnnxEmbedder]:
-    """Both ONNX backends, exported once per session (the int8 one from the fp32 one)."""
-    made = {}
-    for backend in ("onnx", "onnx-int8"):
-        embedder = make_embedder(DEFAULT_MODEL, backend, onnx_cache, lambda _: None)
-        assert isinstance(embedder, OnnxEmbedder)
-        embedder.embed(["export once"])
-        made[backend] = embedder
-    return made
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -59,8 +48,10 @@ def test_onnx_vectors_agree_with_torch(onnx_embedders: dict[str, OnnxEmbedder],
     full = onnx_embedders["onnx"].embed(TEXTS)
     int8 = onnx_embedders["onnx-int8"].embed(TEXTS)
     assert full.token_counts == int8.token_counts == reference.token_counts
-    assert _cosines(full.vectors, reference.vectors).min() > 0.9999
-    assert _cosines(int8.vectors, reference.vectors).min() > 0.98
+    assert max(reference.token_counts) > real_embedder.max_tokens  # truncation is covered
+    assert _cosines(full.vectors, reference.vectors).min() >= 0.9999
+    # int8 is close, not equal: a text of a few tokens is its worst case (about 0.974).
+    assert _cosines(int8.vectors, reference.vectors).min() > 0.97
     assert np.allclose(np.linalg.norm(int8.vectors, axis=1), 1.0, atol=1e-4)
 
 
@@ -138,7 +129,7 @@ def _vectors(db: Path) -> dict[str, list[float]]:
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "missing record", "missing folder"])
-def test_a_damaged_export_is_made_again_with_a_warning(
+def test_a_damaged_graph_is_built_again_with_a_warning(
         onnx_embedders: dict[str, OnnxEmbedder], onnx_cache: Path, damage: str) -> None:
     expected = onnx_embedders["onnx-int8"].embed(TEXTS[:2]).vectors
     folder = next(onnx_cache.glob("onnx-int8-*"))
@@ -146,7 +137,7 @@ def test_a_damaged_export_is_made_again_with_a_warning(
         model = folder / "model.onnx"
         model.write_bytes(model.read_bytes()[: 1000])
     elif damage == "missing record":
-        (folder / "export.json").unlink()
+        (folder / "graph.json").unlink()
     else:
         for path in folder.iterdir():
             path.unlink()
@@ -156,7 +147,7 @@ def test_a_damaged_export_is_made_again_with_a_warning(
     assert np.array_equal(embedder.embed(TEXTS[:2]).vectors, expected)
     assert len(warnings) == 1 and str(folder) in warnings[0]
     assert ("corrupt" in warnings[0]) == (damage == "corrupt")
-    record = json.loads((folder / "export.json").read_text())
+    record = json.loads((folder / "graph.json").read_text())
     assert record["identity"] == embedder.backend == onnx_embedders["onnx-int8"].backend
 
 

@@ -45,7 +45,7 @@ from pr_context.action.publish import publish_review, publishable
 from pr_context.action.settings import ActionRun, ActionSettings
 from pr_context.action.sticky import post_review
 from pr_context.embed import DEFAULT_MODEL, Embedder
-from pr_context.embed_onnx import EXPORT_VERSION
+from pr_context.embed_onnx import GRAPH_VERSION
 from pr_context.errors import (
     ArtifactError,
     BadInputError,
@@ -134,12 +134,12 @@ def prepare(settings: ActionSettings, env: ActionEnv) -> dict[str, str]:
 
 def index_fingerprint(settings: ActionSettings) -> str:
     """What makes an index file reusable: schema, parser, lexical terms, embedding model
-    and backend (the export recipe included; the model's own hash is checked by the
+    and backend (the graph recipe included; the model's own hash is checked by the
     index's manifest, which re-embeds when it differs)."""
     model = (settings.model or DEFAULT_MODEL) if settings.embeddings else NO_MODEL
     backend = settings.backend if settings.embeddings else NO_MODEL
     text = (f"schema={SCHEMA_VERSION};parser={PARSER_VERSION};model={model};"
-            f"backend={backend};export={EXPORT_VERSION};lexical={LEXICAL_VERSION}")
+            f"backend={backend};graph={GRAPH_VERSION};lexical={LEXICAL_VERSION}")
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
