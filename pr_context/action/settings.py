@@ -37,7 +37,7 @@ class ActionSettings:
     model: str | None = None  # None: the bundled default
     embeddings: bool = True
     backend: str = DEFAULT_BACKEND  # what runs the model (embed.EMBEDDING_BACKENDS)
-    onnx_cache: Path = Path.home() / ".cache" / "pr-context" / "onnx"  # ONNX exports
+    onnx_cache: Path = Path.home() / ".cache" / "pr-context" / "onnx"  # ONNX graphs
     top_k: int = DEFAULT_TOP_K
     comment: Literal["sticky", "off"] = "sticky"
     fail_on: frozenset[str] = frozenset()

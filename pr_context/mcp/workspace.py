@@ -46,7 +46,7 @@ class ServerSettings:
     deadline_s: float = DEFAULT_DEADLINE_S
     max_dirty_files: int = DEFAULT_MAX_DIRTY_FILES
     index_options: IndexOptions = field(default_factory=IndexOptions)
-    onnx_cache: Path = Path.home() / ".cache" / "pr-context" / "onnx"  # ONNX exports
+    onnx_cache: Path = Path.home() / ".cache" / "pr-context" / "onnx"  # ONNX graphs
 
 
 class View:
