@@ -43,6 +43,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "backend_variant",
     "default_model_path",
+    "hub_snapshot",
     "load_tokenizer",
     "make_embedder",
     "mean_pooling_model",
@@ -292,14 +293,44 @@ def make_embedder(model: str, backend: str, onnx_cache: Path,
     _require_onnx_stack(backend)
     location = Path(model_location(model))
     if not location.is_dir():
-        raise EmbeddingError(
-            f"the {backend} backend runs a model folder on disk; {model!r} is not one. A "
-            "model named on the Hugging Face hub is downloaded by the torch backend: "
-            "--embedding-backend torch (pip install 'pr-context[torch]')")
+        location = hub_snapshot(model)
     from pr_context.embed_graph import read_bert_sentence_model
 
     return OnnxEmbedder(model, location, read_bert_sentence_model(location), variant,
                         onnx_cache, warn)
+
+
+# What the ONNX backends read of a hub model: configs, vocabularies, the weights.
+_HUB_FILES = ["*.json", "*.txt", "model.safetensors"]
+
+
+def hub_snapshot(model: str) -> Path:
+    """The local folder of a model named on the Hugging Face hub (``org/name``): the
+    copy in the hub cache, else downloaded once into it, as the torch backend's loader
+    does. Only what the ONNX backends read is fetched.
+
+    :raises EmbeddingError: not on disk, and the hub cannot give it (offline, unknown).
+    """
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"the model {model!r} is not a folder on disk, and fetching it from the Hugging "
+            "Face hub needs huggingface-hub, not installed here: pip install huggingface-hub"
+            ", or give a local model folder") from exc
+
+    try:
+        try:
+            return Path(snapshot_download(model, allow_patterns=_HUB_FILES,
+                                          local_files_only=True))
+        except LocalEntryNotFoundError:
+            return Path(snapshot_download(model, allow_patterns=_HUB_FILES))
+    except Exception as exc:  # network, validation, authentication: one meaning to users
+        raise EmbeddingError(
+            f"the model {model!r} is neither a folder on disk nor a model the Hugging Face "
+            f"hub gave ({type(exc).__name__}: {exc}); give a local model folder, or "
+            "--no-embeddings") from exc
 
 
 _TRANSFORMER = "sentence_transformers.models.Transformer"

