@@ -1,11 +1,15 @@
-"""Embedding backends compared: full builds with torch, onnx and onnx-int8, interleaved.
+"""Embedding backends compared: full builds, whole processes and quality, per backend.
 
 Usage::
 
     python evals/bench_backends.py --doc docs/embedding-backends.md
     python evals/bench_backends.py --include 'sphinx/domains/**' --include 'django/db/**'
+    python evals/bench_backends.py --parts quality --doc docs/embedding-backends.md
 
-On real code nobody here wrote (the sphinx and django-core sdists of
+Three parts (``--parts``, all by default; a part not run keeps the figures of its last
+run, saved beside the others, so the report stays whole and says when each was measured):
+
+**builds**: on real code nobody here wrote (the sphinx and django-core sdists of
 ``evals/bench_index.py``), every round builds each corpus's index from scratch once per
 backend, each build its own ``pr-context index`` process (wall time and peak RSS as a
 user gets them), and times the torch model's own ``encode`` of the same distinct chunk
@@ -16,9 +20,22 @@ against torch's for the same text (cosine). ``--include`` keeps only matching pa
 a corpus (named by its first path segment), for a machine where full builds take hours;
 the report says which paths were kept.
 
-The ONNX exports are made once before timing (their cost is reported apart). Side
-effects: corpora and indexes under ``evals/.cache/``, raw figures in
-``evals/out/bench_backends.json``, the report at ``--doc``.
+The ONNX graphs are built once before timing (their cost is reported apart).
+
+**processes**: ``pr-context search`` and a warm ``pr-context review`` of three sphinx
+pull requests as whole processes, each backend in turn (``evals/bench_process.py``'s
+method: indexes with a random vector per chunk, the query's and the changed chunks'
+vectors from the real model).
+
+**quality**: per backend, the hand held-out retrieval evaluation live (``pr-context eval
+--cases evals/cases --live --split heldout``, the hybrid and embedding retrievers, each
+backend in its own cache of corpora and indexes) and the review evaluation with
+embeddings (``evals/review/run_review_eval.py --no-jedi --embeddings``), compared with
+torch's: a backend keeps quality when every figure is within 0.01 of torch's.
+
+Side effects: corpora, clones and indexes under ``evals/.cache/``, raw figures in
+``evals/out/bench_backends-<part>.json``, eval outputs under ``evals/out/backends/``, the
+report at ``--doc``.
 """
 
 from __future__ import annotations
@@ -26,7 +43,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -70,7 +89,7 @@ def measure_corpus(corpus: Corpus, includes: Sequence[str], rounds: int,
     run_index(corpus.name, repo, rev, scratch, False, extra)
     texts = _distinct_chunk_texts(scratch)
     onnx_cache = WORK / "onnx"
-    export_s = {b: _export(b, onnx_cache) for b in BACKENDS[1:]}
+    export_s = {b: _build_graph(b, onnx_cache) for b in BACKENDS[1:]}
     builds: dict[str, list[dict[str, float]]] = {b: [] for b in BACKENDS}
     encode_s: list[float] = []
     for round_number in range(rounds):
@@ -94,11 +113,11 @@ def measure_corpus(corpus: Corpus, includes: Sequence[str], rounds: int,
             "export_s": export_s}
 
 
-def _export(backend: str, cache: Path) -> float:
+def _build_graph(backend: str, cache: Path) -> float:
     from pr_context.embed import DEFAULT_MODEL, make_embedder
 
     started = time.perf_counter()
-    make_embedder(DEFAULT_MODEL, backend, cache, _log).embed(["export"])
+    make_embedder(DEFAULT_MODEL, backend, cache, _log).embed(["build the graph"])
     return time.perf_counter() - started
 
 
@@ -120,14 +139,89 @@ def _agreement(reference: dict[str, np.ndarray], other: dict[str, np.ndarray]
     return {"mean": float(np.mean(cosines)), "worst": float(np.min(cosines)),
             "compared": len(cosines)}
 
+QUALITY_RETRIEVERS = ("hybrid", "embedding")
+HELDOUT_METRICS = ("hit_at_cutoff", "mrr", "group_recall", "pass_rate")
+REVIEW_METRICS = ("tests", "docs")  # recall@5 of touched tests, recall@3 of touched docs
+QUALITY_TOLERANCE = 0.01
+EVAL_OUT = OUT_DIR / "backends"
+ROOT = Path(__file__).resolve().parent.parent
 
-def render(figures: dict[str, Any], command: str) -> str:
-    lines = ["# Embedding backends: torch, onnx and onnx-int8", "",
-             "Written by `evals/bench_backends.py`; do not edit by hand. Reproduce:", "",
-             "```sh", command, "```", "",
-             f"Machine: {figures['machine']}; load average {figures['load']:.1f} at the "
-             "end (a shared machine: compare backends within a run, not with other runs). "
-             f"{figures['rounds']} round(s), backends interleaved. Each build is a "
+
+def measure_quality(backends: Sequence[str], review_eval: bool) -> dict[str, Any]:
+    """The held-out retrieval evaluation and (unless ``review_eval`` is false) the review
+    evaluation, per backend."""
+    heldout = {b: _heldout_eval(b) for b in backends}
+    review = {b: _review_eval(b) for b in backends} if review_eval else {}
+    return {"heldout": heldout, "review": review}
+
+
+def _heldout_eval(backend: str) -> dict[str, dict[str, float]]:
+    """Hybrid and embedding retrievers' overall metrics on the held-out cases, live."""
+    cache = WORK / f"eval-{backend}"
+    _seed_corpora(cache)
+    out = EVAL_OUT / backend / "heldout"
+    command = [sys.executable, "-m", "pr_context", "eval", "--cases",
+               str(ROOT / "evals" / "cases"), "--live", "--split", "heldout", "--out",
+               str(out), "--cache-dir", str(cache), "--embedding-backend", backend,
+               "--onnx-cache", str(WORK / "onnx"),
+               *[a for r in QUALITY_RETRIEVERS for a in ("--retriever", r)]]
+    _log(f"held-out eval, {backend}...")
+    _checked(command)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return {run["retriever"]: {m: float(run["overall"][m]["value"] or 0.0)
+                               for m in HELDOUT_METRICS} for run in report["runs"]}
+
+
+def _seed_corpora(cache: Path) -> None:
+    """Each backend evaluates in a cache of its own (an index holds one backend's
+    vectors); the downloaded corpora are copied from the default cache when it has them."""
+    for part in ("downloads", "corpora"):
+        source = CACHE_DIR / part
+        if source.is_dir() and not (cache / part).exists():
+            shutil.copytree(source, cache / part)
+
+
+def _review_eval(backend: str) -> dict[str, float]:
+    """Mean recall of touched tests (@5) and docs (@3) over the review cases."""
+    out = EVAL_OUT / backend / "review"
+    _log(f"review eval, {backend}...")
+    _checked([sys.executable, str(ROOT / "evals" / "review" / "run_review_eval.py"),
+              "--no-jedi", "--embeddings", "--embedding-backend", backend, "--out",
+              str(out)])
+    cases = json.loads((out / "results.json").read_text(encoding="utf-8"))["cases"]
+    figures = {}
+    for metric in REVIEW_METRICS:
+        values = [c[metric]["pr-context"] for c in cases
+                  if not c.get("error") and c[metric].get("pr-context") is not None]
+        figures[metric] = float(np.mean(values)) if values else 0.0
+        figures[f"{metric}_n"] = float(len(values))
+    figures["errors"] = float(sum(1 for c in cases if c.get("error")))
+    return figures
+
+
+def measure_processes(backends: Sequence[str], queries: int) -> dict[str, Any]:
+    """bench_process's search and warm-review processes, one variant per backend."""
+    from bench_action import DEFAULT_SOURCE
+    from bench_process import PULL_REQUESTS, QUERIES, Variant, clone, measure
+
+    repo = clone(DEFAULT_SOURCE)
+    variants = [Variant(b, ROOT, b) for b in backends]
+    figures = measure(variants, repo, False, QUERIES[:queries], 1)
+    figures["pull_requests"] = [h for h, _ in PULL_REQUESTS]
+    return figures
+
+
+def _checked(command: list[str]) -> None:
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 1):  # eval exits 1 only for a failed gate (none here)
+        raise SystemExit(f"{' '.join(command[:4])} failed ({done.returncode}):\n"
+                         f"{done.stderr[-3000:]}")
+
+
+def render_builds(figures: dict[str, Any]) -> list[str]:
+    lines = ["## Full builds with embeddings", "",
+             f"{_conditions(figures)} {figures['rounds']} round(s), backends interleaved. "
+             "Each build is a "
              "`pr-context index` process from scratch with embeddings; *torch encode* is "
              "the torch model's own `encode` of the same distinct texts (batch 32, model "
              "loaded), timed after each build.", "",
@@ -150,7 +244,7 @@ def render(figures: dict[str, Any], command: str) -> str:
         kept = ", ".join(f"`{g}`" for g in corpus["includes"]) or "every path"
         lines.append(f"| {corpus['corpus']} | torch encode alone | | {encode:.1f} | "
                      f"{corpus['texts'] / encode:.1f} | | 1.00 | | |")
-        lines.append(f"| | | | | | | | | {corpus['release']}, kept: {kept}; exports "
+        lines.append(f"| | | | | | | | | {corpus['release']}, kept: {kept}; graphs built in "
                      + ", ".join(f"{b} {s:.0f} s" for b, s in corpus["export_s"].items())
                      + " |")
     lines += ["", "| target: build at most "
@@ -159,7 +253,112 @@ def render(figures: dict[str, Any], command: str) -> str:
     for name, backend, ratio in verdicts:
         lines.append(f"| {name}, {backend} | {ratio:.2f}x | "
                      f"{'met' if ratio <= TARGET_BUILD_VS_ENCODE else '**not met**'} |")
-    return "\n".join(lines) + "\n"
+    return [*lines, ""]
+
+
+
+def _conditions(figures: dict[str, Any]) -> str:
+    return (f"Measured {figures.get('date', '?')} on {figures['machine']}; load average "
+            f"{figures['load']:.1f} at the end (a shared machine: compare backends within "
+            "a part, not with other runs).")
+
+
+def render_processes(figures: dict[str, Any]) -> list[str]:
+    search = figures["search_s"]
+    lines = ["## Whole processes: search and warm review on sphinx", "",
+             f"{_conditions(figures)} Each figure is one process (interpreter start, "
+             "imports, index and model load), backends interleaved (evals/bench_process.py's "
+             "method: indexes hold a random vector per chunk; the query's and the changed "
+             "chunks' vectors come from the real model).", "",
+             "| process | " + " | ".join(search) + " | " + " | ".join(
+                 f"{b} / torch" for b in search if b != "torch") + " |",
+             "|---|" + "---|" * (2 * len(search) - 1)]
+
+    def row(name: str, times: dict[str, list[float]]) -> str:
+        medians = {b: statistics.median(t) for b, t in times.items()}
+        return (f"| {name} | " + " | ".join(f"{m:.1f} s" for m in medians.values())
+                + " | " + " | ".join(f"{medians[b] / medians['torch']:.2f}x"
+                                     for b in medians if b != "torch") + " |")
+
+    lines.append(row(f"`search`, p50 of {len(figures['queries'])} queries", search))
+    for head, times in figures["review_s"].items():
+        lines.append(row(f"warm `review` of {head[:12]}", times))
+    return [*lines, ""]
+
+
+def render_quality(figures: dict[str, Any]) -> list[str]:
+    heldout, review = figures["heldout"], figures["review"]
+    backends = list(heldout)
+    lines = ["## Quality: the held-out retrieval evaluation and the review evaluation", "",
+             f"{_conditions(figures)} Live runs, each backend with its own indexes; "
+             f"Δ is the backend's figure minus torch's (kept: within ±{QUALITY_TOLERANCE}).",
+             "", "| figure | " + " | ".join(backends) + " | " + " | ".join(
+                 f"Δ {b}" for b in backends if b != "torch") + " |",
+             "|---|" + "---|" * (2 * len(backends) - 1)]
+    rows = [(f"held-out, {r}: {m}", {b: heldout[b][r][m] for b in backends})
+            for r in QUALITY_RETRIEVERS for m in HELDOUT_METRICS]
+    rows += [(f"review: {'tests R@5' if m == 'tests' else 'docs R@3'} "
+              f"({review['torch'][f'{m}_n']:.0f} cases)", {b: review[b][m] for b in backends})
+             for m in REVIEW_METRICS if review]
+    for name, values in rows:
+        lines.append(f"| {name} | " + " | ".join(f"{values[b]:.3f}" for b in backends)
+                     + " | " + " | ".join(f"{values[b] - values['torch']:+.3f}"
+                                          for b in backends if b != "torch") + " |")
+    return [*lines, ""]
+
+
+RENDERERS = {"builds": render_builds, "processes": render_processes,
+             "quality": render_quality}
+
+
+def render(parts: dict[str, dict[str, Any]]) -> str:
+    lines = ["# Embedding backends: torch, onnx and onnx-int8", "",
+             "Written by `evals/bench_backends.py`; do not edit by hand. Reproduce (one "
+             "command per part, as last run):", "",
+             "```sh", *[p.get("command", "python evals/bench_backends.py")
+                        for p in parts.values()], "```", "",
+             "`onnx` runs a graph built from the model's weights without torch "
+             "(`pr_context/embed_graph.py`), `onnx-int8` that graph quantized, `torch` the "
+             "weights in PyTorch (docs/configuration.md#embedding-backends). A backend can "
+             "be the default when it is faster than torch in every whole-process figure "
+             "below and keeps quality.", ""]
+    lines += render_verdicts(parts)
+    for name, renderer in RENDERERS.items():
+        if name in parts:
+            lines += renderer(parts[name])
+    return "\n".join(lines)
+
+
+def render_verdicts(parts: dict[str, dict[str, Any]]) -> list[str]:
+    """Per ONNX backend: faster than torch in every process measured, and quality kept."""
+    if not {"processes", "quality"} <= set(parts):
+        return []
+    lines = ["| backend | faster than torch in every process figure | keeps quality "
+             f"(every Δ within ±{QUALITY_TOLERANCE}) |", "|---|---|---|"]
+    for backend in BACKENDS[1:]:
+        faster = _always_faster(parts, backend)
+        kept = _keeps_quality(parts["quality"], backend)
+        lines.append(f"| {backend} | {'yes' if faster else '**no**'} | "
+                     f"{'yes' if kept else '**no**'} |")
+    return [*lines, ""]
+
+
+def _always_faster(parts: dict[str, dict[str, Any]], backend: str) -> bool:
+    processes = parts["processes"]
+    timings = [processes["search_s"], *processes["review_s"].values()]
+    if "builds" in parts:
+        timings += [{b: [r["wall_s"] for r in runs] for b, runs in corpus["builds"].items()}
+                    for corpus in parts["builds"]["corpora"]]
+    return all(statistics.median(t[backend]) < statistics.median(t["torch"])
+               for t in timings)
+
+
+def _keeps_quality(quality: dict[str, Any], backend: str) -> bool:
+    heldout, review = quality["heldout"], quality["review"]
+    deltas = [heldout[backend][r][m] - heldout["torch"][r][m]
+              for r in QUALITY_RETRIEVERS for m in HELDOUT_METRICS]
+    deltas += [review[backend][m] - review["torch"][m] for m in REVIEW_METRICS if review]
+    return all(abs(d) <= QUALITY_TOLERANCE + 1e-9 for d in deltas)
 
 
 def _log(message: str) -> None:
@@ -174,30 +373,66 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--corpus", action="append", choices=[c.name for c in CORPORA],
                         help="only these corpora (default: all)")
+    parser.add_argument("--parts", default=",".join(RENDERERS),
+                        help="comma-separated parts to measure: builds, processes, quality "
+                             "(the others keep their last figures)")
+    parser.add_argument("--queries", type=int, default=3,
+                        help="processes: how many search queries to time")
+    parser.add_argument("--no-review-eval", action="store_true",
+                        help="quality: the held-out retrieval evaluation only, without "
+                             "the review evaluation")
     parser.add_argument("--doc", type=Path, help="write the Markdown report here")
     args = parser.parse_args(argv)
+    wanted = [p for p in args.parts.split(",") if p]
+    unknown = sorted(set(wanted) - set(RENDERERS))
+    if unknown:
+        parser.error(f"unknown part {unknown[0]!r} (known: {', '.join(RENDERERS)})")
+    for part in wanted:
+        figures = _measure(part, args)
+        figures.update({"command": _command(part, args), "date": time.strftime("%Y-%m-%d"),
+                        "load": os.getloadavg()[0],
+                        "machine": ", ".join(f"{k} {v}" for k, v in machine_facts().items()
+                                             if k in ("cpus", "cpu model", "python"))})
+        OUT_DIR.mkdir(parents=True, exist_ok=True)
+        _part_file(part).write_text(json.dumps(figures, indent=1) + "\n")
+    parts = {p: json.loads(_part_file(p).read_text()) for p in RENDERERS
+             if _part_file(p).is_file()}
+    report = render(parts)
+    if args.doc:
+        args.doc.write_text(report, encoding="utf-8")
+    print(report)
+    return 0
+
+
+def _measure(part: str, args: argparse.Namespace) -> dict[str, Any]:
+    if part == "quality":
+        return measure_quality(BACKENDS, not args.no_review_eval)
+    if part == "processes":
+        return measure_processes(BACKENDS, args.queries)
     from pr_context.embed import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder()._model
     model.encode(["warm up"], batch_size=ENCODE_BATCH_SIZE, normalize_embeddings=True)
     chosen = [c for c in CORPORA if not args.corpus or c.name in args.corpus]
-    figures = {"corpora": [measure_corpus(c, args.include, args.rounds, model)
-                           for c in chosen],
-               "rounds": args.rounds, "load": os.getloadavg()[0],
-               "machine": ", ".join(f"{k} {v}" for k, v in machine_facts().items()
-                                    if k in ("cpus", "cpu model", "python"))}
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    (OUT_DIR / "bench_backends.json").write_text(json.dumps(figures, indent=1) + "\n")
-    command = " ".join(["python evals/bench_backends.py",
-                        *[f"--include '{g}'" for g in args.include],
-                        *[f"--corpus {c}" for c in args.corpus or []],
-                        f"--rounds {args.rounds}"]
-                       + ([f"--doc {args.doc}"] if args.doc else []))
-    report = render(figures, command)
-    if args.doc:
-        args.doc.write_text(report, encoding="utf-8")
-    print(report)
-    return 0
+    return {"corpora": [measure_corpus(c, args.include, args.rounds, model)
+                        for c in chosen], "rounds": args.rounds}
+
+
+def _command(part: str, args: argparse.Namespace) -> str:
+    """The command that measures ``part`` again as this run did."""
+    words = ["python evals/bench_backends.py", f"--parts {part}"]
+    if part == "builds":
+        words += [*[f"--include '{g}'" for g in args.include],
+                  *[f"--corpus {c}" for c in args.corpus or []], f"--rounds {args.rounds}"]
+    elif part == "processes":
+        words.append(f"--queries {args.queries}")
+    elif args.no_review_eval:
+        words.append("--no-review-eval")
+    return " ".join([*words, *([f"--doc {args.doc}"] if args.doc else [])])
+
+
+def _part_file(part: str) -> Path:
+    return OUT_DIR / f"bench_backends-{part}.json"
 
 
 if __name__ == "__main__":

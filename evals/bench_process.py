@@ -163,16 +163,34 @@ def timed(command: list[str], env: dict[str, str], cwd: Path) -> float:
 
 
 def base_index(variant: Variant, repo: Path, base: str, identity: str) -> Path:
-    """A pristine index of ``base`` for ``variant``: lexical rows, random vectors."""
+    """A pristine index of ``base`` for ``variant``: lexical rows, random vectors.
+
+    Built once per source tree and base: another variant of the same tree gets a copy
+    recording its own backend (the rows and vectors do not depend on it).
+    """
     pristine = WORK / "indexes" / variant.name / f"{base[:12]}.duckdb"
-    if pristine.is_file():
-        return pristine
-    pristine.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pr_context", "index", "--quiet", "--repo",
-                    str(repo), "--rev", base, "--db", str(pristine), "--no-embeddings"],
-                   env=variant.env(), cwd=variant.source, check=True, capture_output=True)
-    _add_random_vectors(pristine, identity)
+    built = _BUILT.get((variant.source, base))
+    if not pristine.is_file() and built is not None:
+        pristine.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built, pristine)
+    elif not pristine.is_file():
+        pristine.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pr_context", "index", "--quiet", "--repo",
+                        str(repo), "--rev", base, "--db", str(pristine), "--no-embeddings"],
+                       env=variant.env(), cwd=variant.source, check=True, capture_output=True)
+        _add_random_vectors(pristine, identity)
+    _BUILT.setdefault((variant.source, base), pristine)
+    _set_backend(pristine, identity)  # also right after a graph recipe changed
     return pristine
+
+
+_BUILT: dict[tuple[Path, str], Path] = {}
+
+
+def _set_backend(db: Path, backend: str) -> None:
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE manifest SET value = ? WHERE key = 'embedding_backend'",
+                    (backend or "torch",))
 
 
 def _add_random_vectors(db: Path, backend: str) -> None:
