@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -249,8 +250,14 @@ def _quantize(source: Path, target: Path) -> None:
     """Dynamic int8 quantization of the matrix products (weights per channel)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
-                     op_types_to_quantize=["MatMul"], per_channel=True)
+    # It advises pre-processing the model on the root logger: noise on a user's terminal.
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
+                         op_types_to_quantize=["MatMul"], per_channel=True)
+    finally:
+        logging.disable(previous)
 
 
 def _file_sha256(path: Path) -> str:
