@@ -107,7 +107,8 @@ def cli() -> None:
               help="Lexical and graph index only: no model is loaded (large repositories).")
 @click.option("--model", default=DEFAULT_MODEL, show_default=True,
               help="sentence-transformers model name or local path. The default ships "
-                   "with pr-context and loads offline.")
+                   "with pr-context and loads offline; a model that is not BERT-family "
+                   "needs --embedding-backend torch.")
 @_backend_option(DEFAULT_BACKEND)
 @_onnx_cache_option
 @click.option("--include", multiple=True, metavar="GLOB",
