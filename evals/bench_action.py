@@ -275,7 +275,7 @@ def _torch_pin() -> str:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     pin = next(r for r in project["project"]["optional-dependencies"]["torch"]
                if r.startswith("torch=="))
-    return pin.split("==", 1)[1]
+    return str(pin.split("==", 1)[1])
 
 
 def _site(venv: Path) -> Path:

@@ -147,15 +147,17 @@ EVAL_OUT = OUT_DIR / "backends"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def measure_quality(backends: Sequence[str], review_eval: bool) -> dict[str, Any]:
+def measure_quality(backends: Sequence[str], review_eval: bool,
+                    reuse: bool) -> dict[str, Any]:
     """The held-out retrieval evaluation and (unless ``review_eval`` is false) the review
-    evaluation, per backend."""
-    heldout = {b: _heldout_eval(b) for b in backends}
+    evaluation, per backend; ``reuse``: read a held-out report an earlier run of the same
+    command left in ``EVAL_OUT`` instead of running it again."""
+    heldout = {b: _heldout_eval(b, reuse) for b in backends}
     review = {b: _review_eval(b) for b in backends} if review_eval else {}
     return {"heldout": heldout, "review": review}
 
 
-def _heldout_eval(backend: str) -> dict[str, dict[str, float]]:
+def _heldout_eval(backend: str, reuse: bool) -> dict[str, dict[str, float]]:
     """Hybrid and embedding retrievers' overall metrics on the held-out cases, live."""
     cache = WORK / f"eval-{backend}"
     _seed_corpora(cache)
@@ -165,8 +167,11 @@ def _heldout_eval(backend: str) -> dict[str, dict[str, float]]:
                str(out), "--cache-dir", str(cache), "--embedding-backend", backend,
                "--onnx-cache", str(WORK / "onnx"),
                *[a for r in QUALITY_RETRIEVERS for a in ("--retriever", r)]]
-    _log(f"held-out eval, {backend}...")
-    _checked(command)
+    if reuse and (out / "report.json").is_file():
+        _log(f"held-out eval, {backend}: the report in {out}")
+    else:
+        _log(f"held-out eval, {backend}...")
+        _checked(command)
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     return {run["retriever"]: {m: float(run["overall"][m]["value"] or 0.0)
                                for m in HELDOUT_METRICS} for run in report["runs"]}
@@ -201,8 +206,8 @@ def _review_eval(backend: str) -> dict[str, float]:
 
 def measure_processes(backends: Sequence[str], queries: int) -> dict[str, Any]:
     """bench_process's search and warm-review processes, one variant per backend."""
-    from bench_action import DEFAULT_SOURCE
-    from bench_process import PULL_REQUESTS, QUERIES, Variant, clone, measure
+    from bench_action import DEFAULT_SOURCE, clone
+    from bench_process import PULL_REQUESTS, QUERIES, Variant, measure
 
     repo = clone(DEFAULT_SOURCE)
     variants = [Variant(b, ROOT, b) for b in backends]
@@ -381,6 +386,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-review-eval", action="store_true",
                         help="quality: the held-out retrieval evaluation only, without "
                              "the review evaluation")
+    parser.add_argument("--reuse-eval-outputs", action="store_true",
+                        help="quality: take a backend's held-out report from "
+                             "evals/out/backends/BACKEND/heldout when an earlier run (or "
+                             "the same pr-context eval command run by hand) left one")
     parser.add_argument("--doc", type=Path, help="write the Markdown report here")
     args = parser.parse_args(argv)
     wanted = [p for p in args.parts.split(",") if p]
@@ -406,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _measure(part: str, args: argparse.Namespace) -> dict[str, Any]:
     if part == "quality":
-        return measure_quality(BACKENDS, not args.no_review_eval)
+        return measure_quality(BACKENDS, not args.no_review_eval, args.reuse_eval_outputs)
     if part == "processes":
         return measure_processes(BACKENDS, args.queries)
     from pr_context.embed import SentenceTransformerEmbedder
@@ -426,8 +435,10 @@ def _command(part: str, args: argparse.Namespace) -> str:
                   *[f"--corpus {c}" for c in args.corpus or []], f"--rounds {args.rounds}"]
     elif part == "processes":
         words.append(f"--queries {args.queries}")
-    elif args.no_review_eval:
-        words.append("--no-review-eval")
+    else:
+        words += [flag for flag, on in (("--no-review-eval", args.no_review_eval),
+                                        ("--reuse-eval-outputs", args.reuse_eval_outputs))
+                  if on]
     return " ".join([*words, *([f"--doc {args.doc}"] if args.doc else [])])
 
 
