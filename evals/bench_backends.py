@@ -300,9 +300,14 @@ def render_processes(figures: dict[str, Any]) -> list[str]:
 def render_quality(figures: dict[str, Any]) -> list[str]:
     heldout, review = figures["heldout"], figures["review"]
     backends = list(heldout)
-    lines = ["## Quality: the held-out retrieval evaluation and the review evaluation", "",
-             f"{_conditions(figures)} Live runs, each backend with its own indexes; "
-             f"Δ is the backend's figure minus torch's (kept: within ±{QUALITY_TOLERANCE}).",
+    title = "the held-out retrieval evaluation" + (" and the review evaluation"
+                                                   if review else "")
+    skipped = "" if review else " The review evaluation was not run (`--no-review-eval`)."
+    lines = [f"## Quality: {title}", "",
+             f"{_conditions(figures)} Live runs of `pr-context eval --split heldout "
+             "--live` (hit and MRR at each case's own cutoff, in evals/cases), each "
+             "backend with its own indexes; Δ is the backend's figure minus torch's"
+             f" (kept: within ±{QUALITY_TOLERANCE}).{skipped}",
              "", "| figure | " + " | ".join(backends) + " | " + " | ".join(
                  f"Δ {b}" for b in backends if b != "torch") + " |",
              "|---|" + "---|" * (2 * len(backends) - 1)]
