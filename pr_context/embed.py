@@ -213,7 +213,7 @@ def _require_torch_stack() -> None:
         raise EmbeddingError(
             f"the torch embedding backend needs {', '.join(missing)}, not installed here: "
             f"pip install 'pr-context[torch]' (on Linux, first {TORCH_CPU_INSTALL} for the "
-            "CPU build), or use --embedding-backend onnx, which needs neither")
+            "CPU build), or use --embedding-backend onnx, which needs none of them")
 
 
 # What the ONNX backends import (importable name, distribution): pr-context's own
