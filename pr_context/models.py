@@ -16,6 +16,7 @@ __all__ = [
     "Definition",
     "FileEntry",
     "Import",
+    "MessageTemplate",
     "ParsedFile",
     "RefKind",
     "Reference",
@@ -128,6 +129,18 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class MessageTemplate:
+    """A string literal or format template in code, values as ``PLACEHOLDER``s.
+
+    See :mod:`pr_context.parse.code_strings`: what a program raises, logs or prints.
+    """
+
+    line: int
+    template: str
+    name: str | None = None  # the module- or class-level constant holding it, if any
+
+
+@dataclass(frozen=True)
 class ParsedFile:
     """Everything extracted from one file at one revision."""
 
@@ -138,6 +151,7 @@ class ParsedFile:
     references: tuple[Reference, ...] = ()
     imports: tuple[Import, ...] = ()
     chunks: tuple[Chunk, ...] = ()
+    messages: tuple[MessageTemplate, ...] = ()
     syntax_errors: int = 0  # tree-sitter ERROR/MISSING nodes; definitions are still kept
 
 

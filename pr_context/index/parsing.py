@@ -240,7 +240,7 @@ def _add_file_row(rows: Rows, entry: FileEntry, language: str | None, role: str,
 
 
 def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
-    """The file's chunk, definition, reference and import rows, column-wise.
+    """The file's chunk, definition, reference, import and message rows, column-wise.
 
     Each column is built whole from the parsed records: a file has thousands of rows.
     """
@@ -293,6 +293,12 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
             "module": [m.module for m in imports], "name": [m.name for m in imports],
             "alias": [m.alias for m in imports], "level": [m.level for m in imports],
             "line": [m.line for m in imports]}
+    messages = parsed.messages
+    if messages:
+        columns["messages"] = {
+            "path": [path] * len(messages), "ordinal": list(range(len(messages))),
+            "line": [m.line for m in messages], "template": [m.template for m in messages],
+            "name": [m.name for m in messages]}
     # json escapes lone surrogates, so any decoded text hashes.
     digest = hashlib.sha256(json.dumps(columns, separators=(",", ":")).encode()).hexdigest()
     return _FileRows(parsed.role, parsed.syntax_errors, columns, texts, digest)

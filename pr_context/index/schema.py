@@ -60,10 +60,20 @@ ALTER TABLE chunks ADD COLUMN term_counts INTEGER[];
 ALTER TABLE chunks ADD COLUMN uses VARCHAR[];
 """
 
+# String literals and format templates of code (placeholders as U+FFFC), so a pasted
+# error message finds the code raising it (pr_context/parse/code_strings.py).
+_M004_MESSAGES = """
+CREATE TABLE messages (
+    path VARCHAR NOT NULL, ordinal INTEGER NOT NULL, line INTEGER NOT NULL,
+    template VARCHAR NOT NULL, name VARCHAR
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_create_tables", _M001_CREATE_TABLES),
     ("m002_file_digests", _M002_FILE_DIGESTS),
     ("m003_chunk_lexicon", _M003_CHUNK_LEXICON),
+    ("m004_messages", _M004_MESSAGES),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -75,8 +85,8 @@ ARROW_TYPES: dict[str, pa.DataType] = {
     **dict.fromkeys(("alias", "blob_sha", "chunk_id", "context", "digest", "docstring",
                      "enclosing", "key", "kind", "language", "module", "name", "parent",
                      "path", "path_a", "path_b", "qualified_name", "receiver", "role",
-                     "signature", "skip_reason", "status", "symbol", "text", "text_hash",
-                     "value"), _TEXT),
+                     "signature", "skip_reason", "status", "symbol", "template", "text",
+                     "text_hash", "value"), _TEXT),
     **dict.fromkeys(("col", "commits", "end_line", "level", "line", "ordinal", "size",
                      "start_line", "syntax_errors"), _NUMBER),
     "decode_errors": pa.bool_(),

@@ -1,8 +1,8 @@
-"""Source text -> chunks, definitions, references and imports (pure; no I/O).
+"""Source text -> chunks, definitions, references, imports and messages (pure; no I/O).
 
 ``parse_file`` picks the parser for the language, then applies what holds for every
-language: secret-looking strings are redacted from chunk text, and chunks carrying an
-explicit deprecation marker get the ``deprecated`` role.
+language: secret-looking strings are redacted from chunk text and message templates, and
+chunks carrying an explicit deprecation marker get the ``deprecated`` role.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["PARSER_VERSION", "parse_file"]
 
 # Bump whenever parsing, chunking, roles, redaction or the per-file digests change what
 # lands in the index: indexes built by another parser version are rebuilt, not mixed.
-PARSER_VERSION = "12"
+PARSER_VERSION = "13"
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor"})
 
 
@@ -39,7 +39,9 @@ def parse_file(path: str, text: str, language: str, role: Role) -> ParsedFile:
     redact = contains_secrets(text) or contains_secrets(path)
     marked = may_mark_deprecated(text)
     chunks = [_finish_chunk(c, redact, marked) for c in parsed.chunks]
-    return replace(parsed, chunks=tuple(_inherit_deprecation(chunks)))
+    messages = tuple(replace(m, template=redact_secrets(m.template))
+                     for m in parsed.messages) if redact else parsed.messages
+    return replace(parsed, chunks=tuple(_inherit_deprecation(chunks)), messages=messages)
 
 
 def _finish_chunk(chunk: Chunk, redact: bool, marked: bool) -> Chunk:

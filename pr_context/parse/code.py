@@ -27,6 +27,7 @@ from pr_context.parse.code_lang import LANGUAGE_SPECS, LanguageSpec, TagQuery, t
 from pr_context.parse.code_paths import module_path
 from pr_context.parse.code_refs import ReferenceTag, collect_references
 from pr_context.parse.code_scopes import Scopes
+from pr_context.parse.code_strings import message_templates
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -72,6 +73,7 @@ def parse_code(path: str, text: str, language: str, role: Role) -> ParsedFile:
                                             Scopes(tags.scopes, tags.bound, src))),
         imports=tuple(_imports(tags.imports, src, language)),
         chunks=tuple(build_chunks(root, sites, text.split("\n"), path, language, role)),
+        messages=tuple(message_templates(root, src, language)),
         syntax_errors=_count_errors(root),
     )
 
