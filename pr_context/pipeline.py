@@ -27,7 +27,7 @@ from pr_context.index.store import IndexStore
 from pr_context.progress import Progress
 from pr_context.retrieve import DEFAULT_K, SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
-from pr_context.retrieve.fusion import intent_words
+from pr_context.retrieve.fusion import intent_words, prose_of
 from pr_context.retrieve.tokens import plain_words, proper_names, technology_names
 
 __all__ = ["EmbeddingChoice", "Searcher", "default_onnx_cache", "embedder_for",
@@ -115,14 +115,17 @@ class Searcher:
 
     def search(self, corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
                path_context: str | None = None) -> SearchOutcome:
-        skip = intent_words(query)
+        skip = intent_words(query, corpus.role_markers)
+        # Quoted text and code are values the user pasted (a mistyped name, their own
+        # file), not concepts asked for: only the prose can name one the code lacks.
+        prose = prose_of(query)
         # A capitalised compound the codebase defines is one of its classes, not a product.
-        names = [w for w in proper_names(query) if w not in corpus.definitions_by_name]
-        rare = frozenset(w for w in [*plain_words(query), *names]
+        names = [w for w in proper_names(prose) if w not in corpus.definitions_by_name]
+        rare = frozenset(w for w in [*plain_words(prose), *names]
                          if self.embedder is not None and w.lower() not in skip
                          and not _DESCRIBES_HOW.search(w)
                          and self.embedder.word_pieces(w) > 1)
-        rare |= frozenset(technology_names(query))
+        rare |= frozenset(technology_names(prose))
         return search(corpus, query, k, self.query_vector(corpus, query), path_context, rare)
 
     def query_vector(self, corpus: SearchCorpus, query: str) -> np.ndarray | None:

@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 from pr_context.models import Role
 
 __all__ = ["MARKER_SCAN_BYTES", "MARKER_SCAN_LINES", "chunk_role", "classify_path",
-           "may_mark_deprecated"]
+           "is_history", "may_mark_deprecated"]
 
 MARKER_SCAN_LINES = 30  # generated-code markers sit in a file's header comment
 MARKER_SCAN_BYTES = 2_048
@@ -65,6 +65,9 @@ _TEST_SUPPORT_NAME = re.compile(
 # file in a test directory that is not named like a test (``helpers.py``) supports tests.
 _TESTS_BY_LOCATION = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx"})
 _HELPER_STEM = re.compile(r"(?i).*(?:helper|util|setup|support|fixture|mock|fake|stub|common).*")
+# Changelogs and release notes, by file or folder name (CHANGES.rst, changelog/12.rst).
+_HISTORY = re.compile(r"(?:^|/)(?:change(?:s|log)|history|news|release[-_]?notes?"
+                      r"|newsfragments)(?:/|\.\w+$|$)", re.IGNORECASE)
 _TEST_FRAMEWORK = re.compile(
     r"^[ \t]*(?:import|from)[ \t]+(?:unittest|pytest|nose2?|django\.test|hypothesis)\b"
     r"|\bTestCase\b", re.MULTILINE)
@@ -144,6 +147,12 @@ def chunk_role(file_role: Role, chunk_text: str) -> Role:
     if _DEPRECATION_MARKER.search(chunk_text) or _warns_unconditionally(chunk_text):
         return "deprecated"
     return file_role
+
+
+def is_history(path: str) -> bool:
+    """A changelog or release notes (docs role): a record of the past, not a description
+    of what the code does now."""
+    return bool(_HISTORY.search(path))
 
 
 def may_mark_deprecated(text: str) -> bool:

@@ -67,6 +67,7 @@ from pr_context.links.evidence import (
     nearness_by_path,
 )
 from pr_context.retrieve.corpus import SearchCorpus
+from pr_context.roles import is_history
 from pr_context.signatures import matching_paren
 
 if TYPE_CHECKING:
@@ -131,9 +132,6 @@ EXTRA_EVIDENCE_BONUS = 0.05
 MAX_DOCS_PER_SYMBOL = 3
 
 _LEXICAL = ("directive", "mention", "docstring", "parameter", "example", "module")
-# Changelogs and release notes, by file or folder name (CHANGES.rst, changelog/12.rst).
-_HISTORY = re.compile(r"(?:^|/)(?:change(?:s|log)|history|news|release[-_]?notes?"
-                      r"|newsfragments)(?:/|\.\w+$|$)", re.IGNORECASE)
 _FENCE = re.compile(r"^(?:`{3,}|~{3,})\s*")
 _NOT_DOCS = frozenset({"test", "test_support", "vendored", "generated"})
 # How a page names a module that are evidence for a symbol the PR added only.
@@ -187,17 +185,12 @@ def stale_docs(
 # -- sections -------------------------------------------------------------------------------
 
 
-def _history(path: str) -> bool:
-    """A changelog or release notes: a record of the past, not a description of now."""
-    return bool(_HISTORY.search(path))
-
-
 def _section_findings(change: ChangedSymbol, targets: list[Target],
                       docs: LinkIndex) -> Iterator[_Finding]:
     seen: set[tuple[str, int, str]] = set()
     pages: dict[str, dict[str, bool]] = defaultdict(dict)  # target -> path -> named
     for ref in docs.doc_refs:
-        if docs.roles.get(ref.path) in _NOT_DOCS or _history(ref.path):
+        if docs.roles.get(ref.path) in _NOT_DOCS or is_history(ref.path):
             continue
         section = docs.section_at(ref.path, ref.line)
         if section is None:
@@ -420,7 +413,7 @@ def _new_symbol_module(change: ChangedSymbol) -> str | None:
 
 
 def _is_doc_page(path: str, docs: LinkIndex) -> bool:
-    return docs.roles.get(path) not in _NOT_DOCS and not _history(path)
+    return docs.roles.get(path) not in _NOT_DOCS and not is_history(path)
 
 
 def _stem(path: str) -> str:
@@ -474,7 +467,7 @@ def _semantic_findings(change: ChangedSymbol, docs: LinkIndex, corpus: SearchCor
     if corpus is None or vector is None:
         return []
     doc_paths = {p: r for p, r in docs.roles.items()
-                 if p in docs.sections and r not in _NOT_DOCS and not _history(p)}
+                 if p in docs.sections and r not in _NOT_DOCS and not is_history(p)}
     nearness = nearness_by_path(corpus, vector, doc_paths)
     linked = {(f.path, f.start_line) for f in found}
     extra, only = [], []

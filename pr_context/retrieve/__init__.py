@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from pr_context.retrieve.corpus import ChunkInfo, SearchCorpus
@@ -20,12 +21,14 @@ from pr_context.retrieve.fusion import (
     QueryIntent,
     detect_intent,
     fuse,
+    intent_words,
     role_weight,
 )
 from pr_context.retrieve.signals import (
     bm25_ranking,
     cosine_scores,
     embedding_ranking,
+    message_ranking,
     name_ranking,
     neighbourhood_paths,
     reported_exceptions,
@@ -34,6 +37,7 @@ from pr_context.retrieve.signals import (
     usage_ranking,
 )
 from pr_context.retrieve.tokens import tokenize
+from pr_context.roles import is_history
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,9 +69,20 @@ TRIVIAL_DEFINITION_LINES = 4
 # every signal matches by name, steps behind the raise sites.
 REPORTED_EXCEPTION_FACTOR = 0.5
 TRIVIAL_DEFINITION_FACTOR = 0.8
-# Only evidence this strong (a name written as code, not a plain word that happens to
-# name a definition) overrides the relevance threshold.
-EXACT_EVIDENCE_STRENGTH = 0.5
+# A docs page whose file name the query uses is about what it asks ("how do I test my
+# app": docs/testing.rst); a changelog records what changed, so for any other question
+# the page describing the code comes first.
+NAMED_PAGE_BOOST = 1.3
+HISTORY_FACTOR = 0.5
+MIN_PAGE_NAME_CHARS = 4
+# Signals that match what the query spells out (a name, a frame, a message), not what it
+# resembles; a chunk they found is kept however dissimilar it looks.
+EXACT_SIGNALS = ("structure", "traceback", "usage", "message")
+# Only evidence this strong overrides the relevance threshold: a name written as code,
+# not a plain word that happens to name a definition; most of a message template's
+# words, in order, not a few of them.
+EXACT_EVIDENCE_STRENGTH = MappingProxyType({"structure": 0.5, "traceback": 0.5,
+                                            "usage": 0.5, "message": 0.7})
 
 
 @dataclass(frozen=True)
@@ -106,7 +121,7 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
     services it names (``TECHNOLOGY_NAMES``); one the codebase never uses, or uses only
     in chunks unrelated to the query, names a concept it does not have.
     """
-    intent = detect_intent(query)
+    intent = detect_intent(query, corpus.role_markers)
     cosines = cosine_scores(corpus, query_vector)
     rankings = {
         "bm25": bm25_ranking(corpus, query),
@@ -114,6 +129,7 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
         "structure": structure_ranking(corpus, query),
         "name": name_ranking(corpus, query),
         "traceback": traceback_locations(corpus, query),
+        "message": message_ranking(corpus, query),
         "usage": usage_ranking(corpus, query, INTENT_ROLES[intent.intent]),
     }
     contributions = fuse(rankings, intent)
@@ -131,6 +147,7 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
         near=neighbourhood_paths(corpus, path_context),
         imported=frozenset(corpus.imports_by_path.get(path_context or "", ())),
         reported=frozenset(reported_exceptions(corpus, query)),
+        query_tokens=frozenset(tokenize(query, drop_stopwords=True)),
     )
     ranked = [h for h in _ordered(corpus, contributions, scorer.score, cosines) if h.score > 0]
     return SearchOutcome(query, rewritten, intent.intent, _renumber(ranked[:k]),
@@ -149,6 +166,7 @@ class _Scorer:
     near: set[str]
     imported: frozenset[str]
     reported: frozenset[str]
+    query_tokens: frozenset[str]
 
     def score(self, index: int, parts: dict[str, float]) -> float:
         chunk = self.corpus.chunks[index]
@@ -174,11 +192,21 @@ class _Scorer:
             factor *= NEIGHBOURHOOD_BOOST
         if chunk.symbol and chunk.symbol in self.imported:
             factor *= IMPORTED_NAME_BOOST
+        if chunk.role == "docs":
+            factor *= self._page_factor(chunk.path)
         return factor
+
+    def _page_factor(self, path: str) -> float:
+        """A docs page named by the query ("testing", "routing", "changelog") leads; a
+        changelog not named steps back."""
+        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        if set(t for t in tokenize(stem) if len(t) >= MIN_PAGE_NAME_CHARS) & self.query_tokens:
+            return NAMED_PAGE_BOOST
+        return HISTORY_FACTOR if is_history(path) else 1.0
 
 
 def _has_exact_evidence(parts: dict[str, float]) -> bool:
-    return "structure" in parts or "traceback" in parts or "usage" in parts
+    return any(signal in parts for signal in EXACT_SIGNALS)
 
 
 def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tuple[int, float]]],
@@ -258,15 +286,16 @@ def _chunks_using(corpus: SearchCorpus, word: str) -> list[int]:
 
 
 def _exact_match(corpus: SearchCorpus, rankings: dict[str, list[tuple[int, float]]]) -> bool:
-    """A name written as code, a raise site, a traceback frame or a usage matched."""
-    strong = [s for s in ("structure", "traceback", "usage")
-              for _, score in rankings[s][:1] if score >= EXACT_EVIDENCE_STRENGTH]
-    return bool(strong)
+    """A name written as code, a raise site, a traceback frame, a usage or a message
+    template matched."""
+    return any(score >= EXACT_EVIDENCE_STRENGTH.get(signal, 1.0)
+               for signal in EXACT_SIGNALS for _, score in rankings[signal][:1])
 
 
 def _lexical_irrelevance(corpus: SearchCorpus, query: str,
                          bm25: list[tuple[int, float]]) -> str | None:
-    words = set(tokenize(query, drop_stopwords=True))
+    asked_for = set(tokenize(" ".join(intent_words(query, corpus.role_markers))))
+    words = set(tokenize(query, drop_stopwords=True)) - asked_for
     if not words or not bm25:
         return "nothing relevant: no indexed chunk shares a word with the query"
     top_words = set(tokenize(corpus.texts[bm25[0][0]]))

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.parse.code_paths import absolute_module, module_path
 from pr_context.retrieve.lexical import LexicalModel, Postings, lexical_model
+from pr_context.retrieve.messages import MessageIndex
 from pr_context.retrieve.tokens import tokenize
 
 if TYPE_CHECKING:
@@ -63,10 +64,38 @@ class SearchCorpus:
     chunk_by_symbol: dict[str, list[int]] = field(default_factory=dict)
     # identifier -> chunks that use it (calls, types, doc mentions and directives)
     chunks_using: dict[str, list[int]] = field(default_factory=dict)
+    # (message template, index of the chunk holding it): see pr_context.parse.code_strings
+    message_rows: list[tuple[str, int]] = field(default_factory=list)
 
     def prepare(self) -> None:
         """Build the lazily made search structures now (for steady query latency)."""
-        _ = (self.bm25_postings, self.symbols_by_name_word, self.vocabulary)
+        _ = (self.bm25_postings, self.symbols_by_name_word, self.vocabulary, self.messages)
+
+    @cached_property
+    def messages(self) -> MessageIndex:
+        return MessageIndex(self.message_rows)
+
+    @cached_property
+    def role_markers(self) -> dict[str, frozenset[str]]:
+        """intent -> the folder-name tokens that mark the files of its role here.
+
+        A token of the folder path of at least half of a role's files and of under
+        ``MARKER_PRODUCTION_SHARE`` of production files: ``demo`` where examples live in
+        ``demo/``, ``tutorial`` where the docs do. A query naming it asks for that role.
+        """
+        by_role: dict[str, set[str]] = defaultdict(set)
+        for chunk in self.chunks:
+            by_role[chunk.role].add(chunk.path)
+        production = _folder_tokens(by_role.get("production", set()))
+        total = max(len(by_role.get("production", ())), 1)
+        markers = {}
+        for intent, role in (("docs", "docs"), ("examples", "example")):
+            paths = by_role.get(role, set())
+            counts = _folder_tokens(paths)
+            markers[intent] = frozenset(
+                t for t, n in counts.items() if len(t) >= MIN_MARKER_CHARS
+                and n >= len(paths) / 2 and production.get(t, 0) / total < MARKER_PRODUCTION_SHARE)
+        return markers
 
     @property
     def revision(self) -> str:
@@ -120,6 +149,19 @@ class SearchCorpus:
         return {c.path for c in self.chunks}
 
 
+MIN_MARKER_CHARS = 4
+MARKER_PRODUCTION_SHARE = 0.05
+
+
+def _folder_tokens(paths: set[str]) -> dict[str, int]:
+    """token -> how many of ``paths`` have it in their folder names."""
+    counts: dict[str, int] = defaultdict(int)
+    for path in paths:
+        for token in set(tokenize(path.rpartition("/")[0])):
+            counts[token] += 1
+    return counts
+
+
 def load_corpus(store: IndexStore) -> SearchCorpus:
     """Read an index into memory for searching."""
     assert store.manifest is not None
@@ -146,6 +188,7 @@ def load_corpus(store: IndexStore) -> SearchCorpus:
         chunk_terms=terms,
         chunks_using=usages,
     )
+    corpus.message_rows = _message_rows(store, corpus.chunks_using)
     for i, chunk in enumerate(chunks):
         if chunk.symbol:
             corpus.chunk_by_symbol.setdefault(chunk.symbol, []).append(i)
@@ -203,6 +246,24 @@ def _usages(uses: pa.ChunkedArray) -> dict[str, list[int]]:
         if "." in name:  # a directive's target: pkg.mod.func also counts as func
             usages[name.rsplit(".", 1)[-1]].append(index)
     return dict(usages)
+
+
+def _message_rows(store: IndexStore, chunks_using: dict[str, list[int]]
+                  ) -> list[tuple[str, int]]:
+    """(template, chunk index) for the smallest chunk holding each template's line, and
+    for the chunks using the constant that holds it, in path order."""
+    rows = store.query(
+        "WITH numbered AS (SELECT path, start_line, end_line, "
+        "row_number() OVER (ORDER BY path, ordinal) - 1 AS i FROM chunks) "
+        "SELECT m.template, arg_min(n.i, n.end_line - n.start_line), m.name FROM messages m "
+        "JOIN numbered n ON m.path = n.path AND m.line BETWEEN n.start_line AND n.end_line "
+        "GROUP BY m.path, m.ordinal, m.template, m.name ORDER BY m.path, m.ordinal")
+    found = []
+    for template, index, name in rows:
+        found.append((template, int(index)))
+        found.extend((template, user) for user in chunks_using.get(name or "", ())
+                     if user != index)
+    return found
 
 
 def _load_modules(store: IndexStore) -> dict[str, str]:

@@ -7,18 +7,23 @@ the tuning half of the gold cases (evals/cases) and reported on the held-out hal
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from pr_context.retrieve.tokens import tokenize
+
 __all__ = [
     "DEFAULT_ROLE_WEIGHTS",
+    "ROLE_NAME_TOKENS",
     "SIGNAL_WEIGHTS",
     "STRENGTH_SIGNALS",
     "Intent",
     "detect_intent",
     "fuse",
     "intent_words",
+    "prose_of",
     "role_weight",
 ]
 
@@ -36,6 +41,9 @@ SIGNAL_WEIGHTS = MappingProxyType({
     "structure": 2.0,
     # A pasted traceback frame names the exact file and line.
     "traceback": 2.0,
+    # A pasted message matching a string literal or format template: the code that
+    # raises, logs or prints it, as exact as a name (scaled by the match's strength).
+    "message": 2.0,
     # A definition whose name is made of the query's words: good evidence, but names
     # are short and shared, so no more than one similarity signal.
     "name": 1.0,
@@ -88,17 +96,26 @@ DEFINITION_KINDS = frozenset({"definition", "definition_part", "class_header"})
 _TEST_WORDS = re.compile(
     r"\b(tests|tested|unit ?tests?|test ?cases?|test suites?|covered|coverage|fixtures?|"
     r"mocks?|fakes?|(the|a|which|what|any) test)\b", re.IGNORECASE)
-_DOC_WORDS = re.compile(
-    r"\b(documented|documentation|docs?|readme|guide|tutorial|changelog|"
-    r"release notes)\b", re.IGNORECASE)
 _HOW_TO = re.compile(r"^\W*(how (do|can|could|should|would) (i|we|you|one)|how to|"
                      r"what is the (best |right )?way to|is there a way to)\b", re.IGNORECASE)
-_EXAMPLE_WORDS = re.compile(r"\b(examples?|samples?|demos?|snippets?)\b", re.IGNORECASE)
 _DEPRECATED_WORDS = re.compile(r"\b(deprecat\w*|legacy|compat\w*|obsolete)\b",
                                re.IGNORECASE)
+# Docs and examples are asked for by their own names ("documented", "documentation",
+# "docs"; "example", "examples"), as tokens (stemmed), and by the names of the folders
+# holding them in the codebase searched (``role_markers``: "tutorial", "demo", "samples").
+ROLE_NAME_TOKENS: dict[Intent, frozenset[str]] = {
+    "docs": frozenset({"doc", "document", "documentat"}),
+    "examples": frozenset({"exampl"}),
+}
 
 
 _CODE_OR_QUOTED = re.compile(r"`[^`]*`|'[^'\n]*'|\"[^\"\n]*\"|\S*[._/:]\S*")
+
+
+def prose_of(query: str) -> str:
+    """``query`` without code and quoted text: the words a user chose, not the values
+    (a mistyped command name, a file name) or names they pasted."""
+    return _CODE_OR_QUOTED.sub(" ", query)
 
 
 @dataclass(frozen=True)
@@ -107,28 +124,49 @@ class QueryIntent:
     wants_deprecated: bool
 
 
-def detect_intent(query: str) -> QueryIntent:
-    """Which role the query asks for; code and quoted text in the query do not count."""
-    prose = _CODE_OR_QUOTED.sub(" ", query)
+def detect_intent(query: str, markers: Mapping[str, frozenset[str]] | None = None
+                  ) -> QueryIntent:
+    """Which role the query asks for; code and quoted text in the query do not count.
+
+    A how-to question asks for the API and its docs whatever role words it uses ("how
+    do I test my app" is answered by the testing utility and the page about testing,
+    not by the project's own tests). ``markers`` are the codebase's own folder names of
+    each role (``role_markers``), asked for like the role's name.
+    """
+    prose = prose_of(query)
+    wants_deprecated = bool(_DEPRECATED_WORDS.search(prose))
+    if _HOW_TO.search(prose):
+        return QueryIntent("how_to", wants_deprecated)
     if _TEST_WORDS.search(prose):
-        intent: Intent = "tests"
-    elif _EXAMPLE_WORDS.search(prose):
-        intent = "examples"
-    elif _DOC_WORDS.search(prose):
-        intent = "docs"
-    elif _HOW_TO.search(prose):
-        intent = "how_to"
-    else:
-        intent = "implementation"
-    return QueryIntent(intent, bool(_DEPRECATED_WORDS.search(prose)))
+        return QueryIntent("tests", wants_deprecated)
+    tokens = set(tokenize(prose))
+    for intent in _ASKED_BY_NAME:
+        if tokens & _role_tokens(intent, markers):
+            return QueryIntent(intent, wants_deprecated)
+    return QueryIntent("implementation", wants_deprecated)
 
 
-def intent_words(query: str) -> set[str]:
+_ASKED_BY_NAME: tuple[Intent, ...] = ("examples", "docs")
+
+
+def _role_tokens(intent: Intent, markers: Mapping[str, frozenset[str]] | None
+                 ) -> frozenset[str]:
+    """The role's name tokens and its folder markers, less another role's name (typer's
+    examples live in ``docs_src/``: "docs" still asks for the docs)."""
+    others = frozenset().union(*(v for k, v in ROLE_NAME_TOKENS.items() if k != intent))
+    return ROLE_NAME_TOKENS[intent] | ((markers or {}).get(intent, frozenset()) - others)
+
+
+def intent_words(query: str, markers: Mapping[str, frozenset[str]] | None = None
+                 ) -> set[str]:
     """The words that expressed an intent ("documented", "tests"): not concepts sought."""
     words: set[str] = set()
-    for pattern in (_TEST_WORDS, _DOC_WORDS, _EXAMPLE_WORDS, _DEPRECATED_WORDS, _HOW_TO):
+    for pattern in (_TEST_WORDS, _DEPRECATED_WORDS, _HOW_TO):
         for match in pattern.finditer(query):
             words.update(match.group().lower().split())
+    asked = frozenset().union(*(_role_tokens(i, markers) for i in _ASKED_BY_NAME))
+    words.update(w.lower() for w in re.findall(r"[A-Za-z]+", query)
+                 if set(tokenize(w)) & asked)
     return words
 
 
@@ -154,7 +192,7 @@ def role_weight(role: str, intent: QueryIntent, symbol: str | None = None,
 # Signals whose scores are evidence strengths in [0, 1] (an exact name written as code is
 # 1, a plain word that happens to name a definition much less): their reciprocal-rank
 # contribution is scaled by that strength, so weak exact evidence stays weak.
-STRENGTH_SIGNALS = frozenset({"structure", "usage", "traceback", "name"})
+STRENGTH_SIGNALS = frozenset({"structure", "usage", "traceback", "name", "message"})
 
 
 # When the query asks for tests or docs, naming a symbol says what they are about, not

@@ -24,6 +24,7 @@ __all__ = [
     "bm25_ranking",
     "bm25_scores",
     "embedding_ranking",
+    "message_ranking",
     "name_ranking",
     "neighbourhood_paths",
     "reported_exceptions",
@@ -48,6 +49,8 @@ RAISE_SITE_STRENGTH = 1.0
 # a definition of that name, which says more than one line of a header.
 FIELD_DECLARATION_STRENGTH = 0.8
 EXCEPTION_CLASS_FACTOR = 0.5
+# A template matching less than this is a few shared words, not the message quoted.
+MIN_MESSAGE_STRENGTH = 0.3
 _EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning|Exit|Interrupt|Expired|Invalid\w*|"
                              r"Bad\w+|\w+Failure|\w+Timeout)$")
 
@@ -288,6 +291,18 @@ def _definitions_named(corpus: SearchCorpus, word: str) -> list[DefinitionInfo]:
         return candidates
     return [d for d in candidates
             if d.qualified_name == word or d.qualified_name.endswith("." + word)]
+
+
+def message_ranking(corpus: SearchCorpus, query: str) -> Ranking:
+    """Chunks holding a string literal or format template the query quotes.
+
+    A chunk's score is its best template's match strength (``retrieve/messages.py``).
+    """
+    best: dict[int, float] = {}
+    for match in corpus.messages.matches(query):
+        if match.strength >= MIN_MESSAGE_STRENGTH:
+            best[match.chunk] = max(best.get(match.chunk, 0.0), match.strength)
+    return sorted(best.items(), key=lambda item: (-item[1], item[0]))
 
 
 def traceback_locations(corpus: SearchCorpus, query: str) -> Ranking:
