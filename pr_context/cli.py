@@ -34,6 +34,8 @@ from pr_context.report import DEFAULT_TOP_K, REVIEW_BUDGET_S
 from pr_context.retrieve import DEFAULT_K
 
 if TYPE_CHECKING:
+    from pr_context.evals.cases import Split
+    from pr_context.evals.report import Report
     from pr_context.pipeline import EmbeddingChoice
     from pr_context.retrieve import SearchHit
 
@@ -370,9 +372,13 @@ _EVAL_SPLITS = ("tuning", "heldout")
 
 
 @cli.command("eval")
-@click.option("--cases", "cases_path", required=True, type=click.Path(path_type=Path),
+@click.option("--cases", "cases_path", type=click.Path(path_type=Path),
               help="Labelled cases: a JSONL file, or a directory of them (format: "
                    "evals/README.md).")
+@click.option("--mined", "mined_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Live mode: also evaluate the mined corpus of this file "
+                   "(evals/mined.yml: cases generated from PyPI packages), written to "
+                   "OUT/mined.")
 @click.option("--recorded", "results_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Recorded mode: score this results file (JSON); no index, network or "
                    "model is used.")
@@ -382,7 +388,8 @@ _EVAL_SPLITS = ("tuning", "heldout")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for the artifacts: run.json, report.json, report.md.")
 @click.option("--gate", "gate_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Gate file with thresholds (e.g. evals/gate.yml); exit 1 when not met.")
+              help="Gate file with thresholds (e.g. evals/gate.yml) for the --cases run; "
+                   "exit 1 when not met.")
 @click.option("--split", type=click.Choice(_EVAL_SPLITS),
               help="Evaluate only this split's cases (default: all).")
 @click.option("--corpora", "corpora_path", default="evals/corpora.yml", show_default=True,
@@ -393,7 +400,8 @@ _EVAL_SPLITS = ("tuning", "heldout")
               help="Live mode: where corpora and their indexes are kept between runs.")
 @click.option("--retriever", "retriever_names", multiple=True,
               type=click.Choice(LIVE_RETRIEVERS),
-              help="Live mode: evaluate only these retrievers (repeatable; default: all).")
+              help="Live mode: evaluate only these retrievers (repeatable; default: all; "
+                   "the mined corpus never runs naive-windows).")
 @click.option("--model", default=DEFAULT_MODEL, show_default=True,
               help="Live mode: embedding model.")
 @_backend_option(DEFAULT_BACKEND)
@@ -401,62 +409,117 @@ _EVAL_SPLITS = ("tuning", "heldout")
 @click.option("--no-embeddings", is_flag=True,
               help="Live mode: lexical and structural retrieval only.")
 @click.option("--doc", "doc_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the evaluation document (held-out results in full, tuning "
-                   "in brief), e.g. docs/evaluation.md.")
-def eval_command(cases_path: Path, results_path: Path | None, live: bool, out_dir: Path,
-                 gate_path: Path | None, split: str | None, corpora_path: Path,
-                 cache_dir: Path, retriever_names: tuple[str, ...], model: str,
-                 backend: str, onnx_cache: Path | None, no_embeddings: bool,
+              help="Also write the evaluation document (hand-written held-out results in "
+                   "full, tuning in brief, and the mined corpus with --mined), e.g. "
+                   "docs/evaluation.md.")
+def eval_command(cases_path: Path | None, mined_path: Path | None, results_path: Path | None,
+                 live: bool, out_dir: Path, gate_path: Path | None, split: str | None,
+                 corpora_path: Path, cache_dir: Path, retriever_names: tuple[str, ...],
+                 model: str, backend: str, onnx_cache: Path | None, no_embeddings: bool,
                  doc_path: Path | None) -> None:
     """Score retrieval against labelled cases and check the scores against a gate.
 
     Recorded mode (--recorded) scores a stored results file; live mode (--live) indexes
     each corpus at its pinned revision and runs the hybrid search and its baselines
-    (bm25, embedding, naive-windows). Writes run.json (every ranked chunk with per-case
-    metrics), report.json (aggregates overall and per query class, repository and split)
-    and report.md into OUT. Exits 0 when the gate passes or none is given, 1 when it
-    fails (failures printed one per line), 2 for invalid input.
+    (bm25, embedding, rrf, naive-windows). Writes run.json (every ranked chunk with
+    per-case metrics), report.json (aggregates overall and per query class, repository
+    and split) and report.md into OUT, and with --mined the same for the mined corpus
+    into OUT/mined. Exits 0 when the gate passes or none is given, 1 when it fails
+    (failures printed one per line), 2 for invalid input.
     """
-    from pr_context.evals.cases import SPLITS, load_cases
-    from pr_context.evals.corpora import load_corpora
-    from pr_context.evals.document import evaluation_document
-    from pr_context.evals.errors import GateFailedError
-    from pr_context.evals.gate import evaluate_gate, load_gate
-    from pr_context.evals.markdown import summary_lines
-    from pr_context.evals.retrievers import live_retrievers
-    from pr_context.evals.runner import run_live, run_recorded
-    from pr_context.pipeline import Searcher
+    from pr_context.evals.cases import SPLITS
 
     if live == (results_path is not None):
         raise BadInputError("choose one mode: --recorded FILE or --live")
+    if cases_path is None and (mined_path is None or results_path is not None):
+        raise BadInputError("give --cases (and, in live mode, optionally --mined)")
+    if mined_path is not None and results_path is not None:
+        raise BadInputError("--mined needs --live")
     selected = next((s for s in SPLITS if s == split), None)
-    gate = load_gate(gate_path) if gate_path is not None else None
-    if results_path is not None:
-        report = run_recorded(cases_path, results_path, out_dir, corpora_path, selected)
-    else:
-        from pr_context.embed import make_embedder
-
-        progress = progress_for(sys.stderr)
-        embedder = None if no_embeddings else make_embedder(
-            model, backend, _onnx_cache(onnx_cache), progress.warn)
-        retrievers = live_retrievers(Searcher(embedder, progress), embedder, progress)
-        chosen = {n: r for n, r in retrievers.items()
-                  if not retriever_names or n in retriever_names}
-        report = run_live(cases_path, out_dir, chosen, cache_dir, selected, corpora_path)
-    for line in summary_lines(report):
-        click.echo(line)
-    click.echo(f"wrote {out_dir / 'report.md'}, report.json, run.json")
+    reports = _eval_reports(cases_path, mined_path, results_path, out_dir, selected,
+                            corpora_path, cache_dir, retriever_names,
+                            None if no_embeddings else _choice(model, backend, onnx_cache))
     if doc_path is not None:
-        cases = load_cases(cases_path, load_corpora(corpora_path))
-        doc_path.write_text(evaluation_document(cases, report.runs), encoding="utf-8")
-        click.echo(f"wrote {doc_path}")
-    if gate is None:
-        for run in report.runs:
+        _write_eval_document(doc_path, cases_path, mined_path, corpora_path, reports)
+    if gate_path is not None and reports.hand is not None:
+        _apply_gate(gate_path, reports.hand)
+    for report in (reports.hand, reports.mined):
+        for run in report.runs if report is not None and gate_path is None else ():
             if not run.valid:
                 click.echo(f"warning: run {run.retriever!r} is invalid: {run.problems[0]}",
                            err=True)
-        return
-    result = evaluate_gate(report, gate)
+
+
+@dataclasses.dataclass(frozen=True)
+class _EvalReports:
+    hand: Report | None
+    mined: Report | None
+
+
+def _eval_reports(cases_path: Path | None, mined_path: Path | None,
+                  results_path: Path | None, out_dir: Path, split: Split | None,
+                  corpora_path: Path, cache_dir: Path, retriever_names: tuple[str, ...],
+                  embedding: EmbeddingChoice | None) -> _EvalReports:
+    """Run the requested evaluations and print each one's summary (``embedding``: the
+    model and backend, None for lexical and structural retrieval only)."""
+    from pr_context.evals.markdown import summary_lines
+    from pr_context.evals.retrievers import live_retrievers
+    from pr_context.evals.runner import run_live, run_mined, run_recorded
+    from pr_context.pipeline import Searcher
+
+    if results_path is not None:
+        assert cases_path is not None
+        recorded = run_recorded(cases_path, results_path, out_dir, corpora_path, split)
+        _echo_summary(summary_lines(recorded), out_dir)
+        return _EvalReports(recorded, None)
+    from pr_context.embed import make_embedder
+
+    progress = progress_for(sys.stderr)
+    embedder = None if embedding is None else make_embedder(
+        embedding.model or DEFAULT_MODEL, embedding.backend or DEFAULT_BACKEND,
+        embedding.onnx_cache, progress.warn)
+    retrievers = live_retrievers(Searcher(embedder, progress), embedder, progress)
+    chosen = {n: r for n, r in retrievers.items()
+              if not retriever_names or n in retriever_names}
+    hand: Report | None = None
+    mined: Report | None = None
+    if cases_path is not None:
+        hand = run_live(cases_path, out_dir, chosen, cache_dir, split, corpora_path)
+        _echo_summary(summary_lines(hand), out_dir)
+    if mined_path is not None:
+        without_windows = {n: r for n, r in chosen.items() if n != "naive-windows"}
+        mined = run_mined(out_dir / "mined", without_windows, cache_dir, split, mined_path,
+                          corpora_path)
+        _echo_summary(summary_lines(mined), out_dir / "mined")
+    return _EvalReports(hand, mined)
+
+
+def _echo_summary(lines: list[str], out_dir: Path) -> None:
+    for line in lines:
+        click.echo(line)
+    click.echo(f"wrote {out_dir / 'report.md'}, report.json, run.json")
+
+
+def _write_eval_document(doc_path: Path, cases_path: Path | None, mined_path: Path | None,
+                         corpora_path: Path, reports: _EvalReports) -> None:
+    from pr_context.evals.cases import load_cases
+    from pr_context.evals.corpora import load_corpora
+    from pr_context.evals.document import evaluation_document
+
+    if cases_path is None or reports.hand is None:
+        raise BadInputError("--doc needs --cases: the document reports the hand-written "
+                            "cases first")
+    cases = load_cases(cases_path, load_corpora(corpora_path))
+    doc_path.write_text(evaluation_document(cases, reports.hand.runs, reports.mined),
+                        encoding="utf-8")
+    click.echo(f"wrote {doc_path}")
+
+
+def _apply_gate(gate_path: Path, report: Report) -> None:
+    from pr_context.evals.errors import GateFailedError
+    from pr_context.evals.gate import evaluate_gate, load_gate
+
+    result = evaluate_gate(report, load_gate(gate_path))
     if result.passed:
         click.echo(f"gate {gate_path}: passed")
         return

@@ -203,7 +203,7 @@ def test_a_corrupt_archive_is_a_corpus_error(tmp_path: Path) -> None:
 def test_shipped_corpora_file_pins_full_revisions() -> None:
     corpora = load_corpora(REPO_ROOT / "evals" / "corpora.yml")
     pypi = {n: c for n, c in corpora.items() if isinstance(c, PypiCorpus)}
-    assert set(pypi) == {"werkzeug", "rich", "pluggy", "packaging", "itsdangerous", "django"}
+    assert {"werkzeug", "rich", "pluggy", "packaging", "itsdangerous", "django"} <= set(pypi)
     assert all(is_full_sha(c.revision) for c in pypi.values())
     assert pypi["werkzeug"].requirement == "werkzeug==3.1.3"
     assert corpora["pr-context"] == GitCorpus("pr-context", REPO_ROOT / "evals")

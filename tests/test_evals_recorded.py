@@ -199,7 +199,7 @@ VALID_CASE = json.loads(CASES.read_text().splitlines()[0])
     ({"revision": "f" * 40},
      f"revision {'f' * 40} is not the revision corpora.yml pins for werkzeug ({WERKZEUG})"),
     ({"revision": "HEAD"}, "revision must be a full 40-hex commit SHA"),
-    ({"repo": "flask"}, "repo 'flask' is not in corpora.yml"),
+    ({"repo": "no-such-corpus"}, "repo 'no-such-corpus' is not in corpora.yml"),
     ({"cutof": 5}, "case has unknown key(s) cutof"),
     ({"rationale": None}, "rationale must be a non-empty string"),
     ({"forbidden": ["src/werkzeug/routing/"]},

@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 QueryClass = Literal[
-    "identifier", "behavior", "stack_trace", "how_to_use", "test_lookup", "negative",
+    "identifier", "behavior", "stack_trace", "how_to_use", "test_lookup", "doc_lookup",
+    "example_lookup", "negative",
 ]
 Split = Literal["tuning", "heldout"]
 

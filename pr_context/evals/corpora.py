@@ -39,6 +39,7 @@ __all__ = [
     "Downloader",
     "GitCorpus",
     "PypiCorpus",
+    "checkout_copy",
     "commit_tree",
     "corpus_repository",
     "download_sdist",
@@ -321,6 +322,20 @@ def commit_tree(tree: Path, message: str) -> Sha:
     _git(tree, "add", "-A", "-f")
     _git(tree, "commit", "-q", "--no-verify", "--allow-empty", "-m", message)
     return Sha(_git(tree, "rev-parse", "HEAD"))
+
+
+def checkout_copy(source: Path, dest: Path, revision: str) -> Path:
+    """A clone of ``source`` at ``dest`` with ``revision`` checked out (detached, clean).
+
+    An existing clone is reused; a commit made on it with ``commit_tree`` is a child of
+    ``revision``, as deterministic as the corpus commit itself.
+    """
+    if not (dest / ".git").is_dir():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _git(dest.parent, "clone", "-q", "--no-checkout", str(source.resolve()), dest.name)
+    _git(dest, "checkout", "-q", "--force", "--detach", revision)
+    _git(dest, "clean", "-q", "-f", "-d", "-x")
+    return dest
 
 
 def git_toplevel(path: Path) -> Path:

@@ -3,12 +3,14 @@
 - ``hybrid``: ``pr-context search`` itself.
 - ``bm25``: BM25 alone over the same chunks (no threshold, no roles, no structure).
 - ``embedding``: cosine similarity alone over the same chunks and vectors.
+- ``rrf``: the textbook hybrid: BM25 and embedding rankings fused by reciprocal rank
+  (K=60, equal weights), nothing else.
 - ``naive-windows``: the common first attempt: every indexed file cut into 400-line
   windows, embedded with the same model, ranked by cosine. A window reports the
   definitions it fully contains (``contains``), so it is credited for a symbol when the
   symbol's whole definition reaches the reader.
 
-The first three share one index per corpus (same settings, so no retriever forces
+The first four share one index per corpus (same settings, so no retriever forces
 another's rebuild); the naive baseline keeps its windows in its own file.
 """
 
@@ -44,11 +46,14 @@ __all__ = [
     "NAIVE_WINDOW_LINES",
     "HybridRetriever",
     "NaiveWindowsRetriever",
+    "RrfRetriever",
     "SingleSignalRetriever",
     "live_retrievers",
 ]
 
 NAIVE_WINDOW_LINES = 400
+# The customary constant of reciprocal-rank fusion (Cormack et al. 2009), untuned.
+TEXTBOOK_RRF_K = 60
 
 
 def _shared_db(db: Path) -> Path:
@@ -96,17 +101,41 @@ class SingleSignalRetriever:
         else:
             vector = self.searcher.query_vector(corpus, query)
             ranking = embedding_ranking(cosine_scores(corpus, vector), k)
-        results = [self._chunk(corpus, rank, index, score)
+        results = [_single_chunk(corpus, rank, index, score, self.signal)
                    for rank, (index, score) in enumerate(ranking, start=1)]
         return SearchRun(manifest=_manifest(corpus), rewritten_query=None,
                          candidates=results, results=results)
 
-    def _chunk(self, corpus: SearchCorpus, rank: int, index: int, score: float) -> RankedChunk:
-        c = corpus.chunks[index]
-        return RankedChunk(rank=rank, chunk_id=c.chunk_id, path=c.path, symbol=c.symbol,
-                           role=c.role, start_line=c.start_line, end_line=c.end_line,
-                           revision=corpus.revision, score=round(score, 6),
-                           components={self.signal: round(score, 6)})
+
+@dataclass
+class RrfRetriever:
+    """BM25 and embedding rankings fused by reciprocal rank: the usual hybrid baseline."""
+
+    searcher: Searcher
+
+    def search(self, repo: Path, revision: str, db: Path, query: str, k: int,
+               path_context: str | None) -> SearchRun:
+        corpus = self.searcher.corpus(open_repository(repo), revision, _shared_db(db))
+        vector = self.searcher.query_vector(corpus, query)
+        fused: dict[int, float] = {}
+        for ranking in (bm25_ranking(corpus, query), embedding_ranking(
+                cosine_scores(corpus, vector))):
+            for rank, (index, _score) in enumerate(ranking, start=1):
+                fused[index] = fused.get(index, 0.0) + 1.0 / (TEXTBOOK_RRF_K + rank)
+        order = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
+        results = [_single_chunk(corpus, rank, index, score, "rrf")
+                   for rank, (index, score) in enumerate(order, start=1)]
+        return SearchRun(manifest=_manifest(corpus), rewritten_query=None,
+                         candidates=results, results=results)
+
+
+def _single_chunk(corpus: SearchCorpus, rank: int, index: int, score: float,
+                  signal: str) -> RankedChunk:
+    c = corpus.chunks[index]
+    return RankedChunk(rank=rank, chunk_id=c.chunk_id, path=c.path, symbol=c.symbol,
+                       role=c.role, start_line=c.start_line, end_line=c.end_line,
+                       revision=corpus.revision, score=round(score, 6),
+                       components={signal: round(score, 6)})
 
 
 @dataclass
@@ -215,6 +244,7 @@ def live_retrievers(searcher: Searcher, embedder: Embedder | None,
     }
     if embedder is not None:
         retrievers["embedding"] = SingleSignalRetriever(searcher, "embedding")
+        retrievers["rrf"] = RrfRetriever(searcher)
         retrievers["naive-windows"] = NaiveWindowsRetriever(searcher, embedder, progress)
     return retrievers
 

@@ -29,11 +29,13 @@ from pr_context.evals.corpora import (
     load_corpora,
 )
 from pr_context.evals.errors import CaseFileError, CorpusError, ResultsFileError
+from pr_context.evals.mined import DEFAULT_MINED_PATH, load_mined_config, prepare_mined
 from pr_context.evals.report import Report, build_report, write_report
 from pr_context.evals.results import CaseRun, Run, SearchRun, case_run_from_search, load_runs
 from pr_context.git import commit_exists, open_repository
 
-__all__ = ["DIAGNOSTIC_DEPTH", "Retriever", "index_path", "run_live", "run_recorded"]
+__all__ = ["DIAGNOSTIC_DEPTH", "Retriever", "index_path", "mined_index_root", "run_live",
+           "run_mined", "run_recorded", "search_cases"]
 
 # Live searches ask for this many results even when the cutoff is smaller: metrics are
 # taken at the cutoff, the deeper list only shows how far away missed evidence was.
@@ -89,11 +91,39 @@ def run_live(cases_path: Path, out_dir: Path, retrievers: Mapping[str, Retriever
     corpora = load_corpora(corpora_path)
     cases = _selected(load_cases(cases_path, corpora), split, cases_path)
     repos = _prepare_repos(cases, corpora, cache_dir, download)
-    runs = [_search_all(_checked_name(name), retriever, cases, repos, cache_dir)
+    runs = [search_cases(_checked_name(name), retriever, cases, repos, cache_dir)
             for name, retriever in retrievers.items()]
     report = build_report(cases, runs, split)
     write_report(report, out_dir)
     return report
+
+
+def run_mined(out_dir: Path, retrievers: Mapping[str, Retriever], cache_dir: Path,
+              split: Split | None = None, mined_path: Path = DEFAULT_MINED_PATH,
+              corpora_path: Path = DEFAULT_CORPORA_PATH, download: Downloader | None = None
+              ) -> Report:
+    """Mine the cases of every package of ``mined_path``, search them, score and write.
+
+    Each package's eval copy gets its own indexes under ``mined_index_root``, apart from
+    the hand-written cases' corpora, so a package that is also a hand corpus is never
+    confused with its eval copy.
+    """
+    if not retrievers:
+        raise ConfigError("run_mined needs at least one retriever")
+    mined = prepare_mined(load_mined_config(mined_path), load_corpora(corpora_path),
+                          cache_dir, download)
+    cases = _selected(mined.cases, split, mined_path)
+    runs = [search_cases(_checked_name(name), retriever, cases, mined.repos,
+                         mined_index_root(cache_dir))
+            for name, retriever in retrievers.items()]
+    report = build_report(cases, runs, split)
+    write_report(report, out_dir)
+    return report
+
+
+def mined_index_root(cache_dir: Path) -> Path:
+    """Where the mined corpus keeps its indexes (``index_path`` below it)."""
+    return cache_dir / "mined"
 
 
 def index_path(cache_dir: Path, retriever: str, corpus: str) -> Path:
@@ -136,8 +166,9 @@ def _prepare_repos(cases: Sequence[Case], corpora: Mapping[str, Corpus], cache_d
     return repos
 
 
-def _search_all(name: str, retriever: Retriever, cases: Sequence[Case],
-                repos: Mapping[str, Path], cache_dir: Path) -> Run:
+def search_cases(name: str, retriever: Retriever, cases: Sequence[Case],
+                 repos: Mapping[str, Path], cache_dir: Path) -> Run:
+    """Every case searched by ``retriever``, each corpus's index under ``cache_dir``."""
     # Grouped by corpus and revision so each index is brought to a revision once.
     entries: dict[str, CaseRun] = {}
     for case in sorted(cases, key=lambda c: (c.repo, c.revision, c.id)):
