@@ -28,6 +28,7 @@ from pr_context.progress import Progress
 from pr_context.retrieve import DEFAULT_K, SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from pr_context.retrieve.fusion import intent_words, prose_of
+from pr_context.retrieve.messages import reported_message
 from pr_context.retrieve.tokens import plain_words, proper_names, technology_names
 
 __all__ = ["EmbeddingChoice", "Searcher", "default_onnx_cache", "embedder_for",
@@ -117,8 +118,10 @@ class Searcher:
                path_context: str | None = None) -> SearchOutcome:
         skip = intent_words(query, corpus.role_markers)
         # Quoted text and code are values the user pasted (a mistyped name, their own
-        # file), not concepts asked for: only the prose can name one the code lacks.
-        prose = prose_of(query)
+        # file), not concepts asked for, and so are the words of a reported error's
+        # message, which hold the user's data: only the rest can name what the code lacks.
+        message = reported_message(query)
+        prose = prose_of(query[: len(query.rstrip()) - len(message)] if message else query)
         # A capitalised compound the codebase defines is one of its classes, not a product.
         names = [w for w in proper_names(prose) if w not in corpus.definitions_by_name]
         rare = frozenset(w for w in [*plain_words(prose), *names]

@@ -231,7 +231,7 @@ def test_a_rare_word_the_codebase_never_uses_means_nothing_relevant(
 def test_a_rare_word_negating_a_word_the_codebase_uses_is_no_unknown_concept(
         shop: tuple[Searcher, SearchCorpus]) -> None:
     # "misvalidated" is split by the tokenizer, but it is about validation.
-    outcome = run(shop, "what happens when a refresh token is misvalidated")
+    outcome = run(shop, "when is a refresh token misvalidated")
     assert outcome.message is None
     assert outcome.hits
 
@@ -278,7 +278,10 @@ def test_a_technology_the_codebase_never_names_means_nothing_relevant(
     repo = make_repo({**FILES, "shop/export.py": (
         'def export_sessions_csv(sessions):\n'
         '    """Write each session\'s user and refresh token as a CSV row."""\n'
-        '    return [f"{s.user},{s.token}" for s in sessions]\n')})
+        '    rows = []\n'
+        '    for s in sessions:\n'
+        '        rows.append(f"{s.user},{s.token}")\n'
+        '    return rows\n')})
     searcher = Searcher(FakeEmbedder(), SilentProgress())
     corpus = searcher.corpus(open_repository(repo.path), "HEAD", tmp_path / "t.duckdb")
     refused = searcher.search(corpus, "export each session's refresh token to a PDF report")

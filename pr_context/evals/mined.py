@@ -276,7 +276,7 @@ def _negatives(config: MinedConfig, item: _Mined, mined: Sequence[_Mined]) -> li
         if other.package.domain == item.package.domain:
             continue
         for draft in other.drafts:
-            query = _asked_of(draft.query, other.package.name, item.package.name)
+            query = _asked_of(draft, other.package.name, item.package.name)
             if (draft.query_class in NEGATIVE_SOURCES and query is not None
                     and _specific(query, item.package.name, spread)
                     and not {n.rsplit(".", 1)[-1] for n in identifiers(query)}
@@ -292,12 +292,16 @@ def _negatives(config: MinedConfig, item: _Mined, mined: Sequence[_Mined]) -> li
 _QUALIFIED_REPORT = re.compile(r"^[A-Za-z_][\w.]*\.[A-Za-z_]\w*: ")
 
 
-def _asked_of(query: str, source: str, target: str) -> str | None:
-    """``query`` as asked of ``target`` instead of ``source``; None for a traceback."""
+def _asked_of(draft: Draft, source: str, target: str) -> str | None:
+    """The draft's question asked of ``target`` instead of ``source``; None for a
+    traceback. An error message is pasted as it is, less the other package's exception
+    name; a question naming the other package names this one."""
+    query = draft.query
     if "\n" in query:
         return None
-    if query.startswith(source.replace("-", "_") + "."):
-        query = _QUALIFIED_REPORT.sub("", query)
+    if draft.query_class == "stack_trace":
+        return _QUALIFIED_REPORT.sub("", query) if query.startswith(
+            source.replace("-", "_") + ".") else query
     return re.sub(rf"\b{re.escape(source)}\b", target, query)
 
 

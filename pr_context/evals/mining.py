@@ -85,7 +85,10 @@ def definition_target(path: str, definition: Definition) -> Target:
 
 
 def _has_chunk(source: SourceFile, definition: Definition) -> bool:
-    return any(c.symbol == definition.qualified_name for c in source.parsed.chunks)
+    """Whether search can return the definition: it has a chunk, and not one search
+    leaves out unless asked (deprecated code)."""
+    return any(c.symbol == definition.qualified_name and c.role != "deprecated"
+               for c in source.parsed.chunks)
 
 
 def behaviour_drafts(files: Sequence[SourceFile], package: str, rng: random.Random,

@@ -29,6 +29,7 @@ __all__ = ["how_to_drafts", "section_headings"]
 MAX_API_TARGETS = 6
 MAX_DEFINITIONS_PER_NAME = 2  # a name defined more often than this says little
 MIN_GERUND_CHARS = 5
+MIN_HEADING_WORD_CHARS = 3  # "TL;DR" says nothing to ask about
 _DOC_REF_KINDS = frozenset({"directive", "mention"})
 # Headings that organise a page rather than teach a task (a filter for mining only).
 _STRUCTURAL = frozenset("""api reference references changelog changes history license
@@ -64,7 +65,8 @@ def _question(heading: str, package: str, known: set[str], rng: random.Random) -
         return heading[:1].lower() + heading[1:]
     words = _WORD.findall(heading)
     lowered = [w.lower() for w in words]
-    if not words or all(w in _STRUCTURAL for w in lowered):
+    if not words or all(w in _STRUCTURAL or len(w) < MIN_HEADING_WORD_CHARS
+                        for w in lowered):
         return None
     first = lowered[0]
     if first.endswith("ing") and len(first) >= MIN_GERUND_CHARS:

@@ -99,7 +99,7 @@ def _raises(tree: ast.Module) -> Iterator[tuple[ast.AST | None, ast.Raise]]:
 def _innermost(source: SourceFile, line: int) -> Definition | None:
     """The innermost function holding ``line`` that has a chunk of its own (a nested
     function is part of the one around it)."""
-    chunked = {c.symbol for c in source.parsed.chunks}
+    chunked = {c.symbol for c in source.parsed.chunks if c.role != "deprecated"}
     holding = [d for d in source.parsed.definitions if d.start_line <= line <= d.end_line
                and d.kind in ("function", "method") and d.qualified_name in chunked]
     return min(holding, key=lambda d: d.end_line - d.start_line, default=None)

@@ -22,12 +22,15 @@ from pr_context.retrieve.fusion import (
     detect_intent,
     fuse,
     intent_words,
+    prose_of,
     role_weight,
 )
 from pr_context.retrieve.signals import (
+    anchor_ranking,
     bm25_ranking,
     cosine_scores,
     embedding_ranking,
+    foreign_report,
     message_ranking,
     name_ranking,
     neighbourhood_paths,
@@ -50,8 +53,13 @@ DEFAULT_K = 10
 # this best cosine similarity, and with no exact name or traceback match, the index
 # holds nothing that answers the query.
 MIN_QUERY_COSINE = 0.30
-# Without embeddings: the share of the query's words the best lexical hit must contain.
+# The share of the query's words the best lexical hit must contain: without embeddings
+# always; with them, unless the closest chunk is at least this similar. Calibrated on the
+# mined tuning packages (evals/mined.yml): positives whose best lexical match holds
+# under 60 % of their words have a best similarity of 0.45 or more, near every negative
+# sits below both.
 MIN_LEXICAL_COVERAGE = 0.6
+WEAK_QUERY_COSINE = 0.45
 # A single hit this far below the query's best similarity is noise, not an answer.
 MIN_HIT_COSINE_RATIO = 0.5
 # A rare word the codebase does use, but only in chunks this far below the query's best
@@ -73,6 +81,9 @@ TRIVIAL_DEFINITION_FACTOR = 0.8
 # app": docs/testing.rst); a changelog records what changed, so for any other question
 # the page describing the code comes first.
 NAMED_PAGE_BOOST = 1.3
+# A type stub beside its module (``m.pyi`` by ``m.py``, ``x.d.ts`` by ``x.js``) declares
+# what the module's code does; the code answers how.
+STUB_FACTOR = 0.5
 HISTORY_FACTOR = 0.5
 MIN_PAGE_NAME_CHARS = 4
 # Signals that match what the query spells out (a name, a frame, a message), not what it
@@ -130,6 +141,9 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
         "name": name_ranking(corpus, query),
         "traceback": traceback_locations(corpus, query),
         "message": message_ranking(corpus, query),
+        # The docs' words point at definitions, which a question for docs, tests or
+        # examples does not ask for.
+        "anchor": [] if INTENT_ROLES[intent.intent] else anchor_ranking(corpus, query),
         "usage": usage_ranking(corpus, query, INTENT_ROLES[intent.intent]),
     }
     contributions = fuse(rankings, intent)
@@ -194,6 +208,8 @@ class _Scorer:
             factor *= IMPORTED_NAME_BOOST
         if chunk.role == "docs":
             factor *= self._page_factor(chunk.path)
+        if chunk.path in self.corpus.stub_paths:
+            factor *= STUB_FACTOR
         return factor
 
     def _page_factor(self, path: str) -> float:
@@ -217,6 +233,10 @@ def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tupl
         return "the index holds no chunks"
     if _exact_match(corpus, rankings):
         return None
+    foreign = foreign_report(corpus, query)
+    if foreign and not rankings["message"]:
+        return (f"nothing relevant: {foreign!r} is raised by another package, and no "
+                "message of this codebase matches")
     unknown = sorted(w for w in rare_words if not _known(corpus, w))
     if unknown:
         return ("nothing relevant: the codebase never mentions "
@@ -236,6 +256,10 @@ def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tupl
             return ("nothing relevant: the codebase mentions "
                     + ", ".join(repr(w) for w in unrelated)
                     + " only in chunks unrelated to the query")
+        coverage = _lexical_coverage(corpus, query, rankings["bm25"])
+        if best < WEAK_QUERY_COSINE and coverage < MIN_LEXICAL_COVERAGE:
+            return (f"nothing relevant: the best lexical match covers {coverage:.0%} of the "
+                    f"query's words and the closest chunk's similarity is {best:.2f}")
         return None
     return _lexical_irrelevance(corpus, query, rankings["bm25"])
 
@@ -292,14 +316,23 @@ def _exact_match(corpus: SearchCorpus, rankings: dict[str, list[tuple[int, float
                for signal in EXACT_SIGNALS for _, score in rankings[signal][:1])
 
 
+def _lexical_coverage(corpus: SearchCorpus, query: str, bm25: list[tuple[int, float]]
+                      ) -> float:
+    """The share of the query's own words (not its code, quoted values or intent words)
+    that its best lexical match holds."""
+    asked_for = set(tokenize(" ".join(intent_words(query, corpus.role_markers))))
+    words = (set(tokenize(prose_of(query), drop_stopwords=True))
+             or set(tokenize(query, drop_stopwords=True))) - asked_for
+    if not words or not bm25:
+        return 0.0
+    return len(words & set(tokenize(corpus.texts[bm25[0][0]]))) / len(words)
+
+
 def _lexical_irrelevance(corpus: SearchCorpus, query: str,
                          bm25: list[tuple[int, float]]) -> str | None:
-    asked_for = set(tokenize(" ".join(intent_words(query, corpus.role_markers))))
-    words = set(tokenize(query, drop_stopwords=True)) - asked_for
-    if not words or not bm25:
+    if not bm25:
         return "nothing relevant: no indexed chunk shares a word with the query"
-    top_words = set(tokenize(corpus.texts[bm25[0][0]]))
-    coverage = len(words & top_words) / len(words)
+    coverage = _lexical_coverage(corpus, query, bm25)
     if coverage < MIN_LEXICAL_COVERAGE:
         return (f"nothing relevant: the best lexical match covers {coverage:.0%} of the "
                 f"query's words (threshold {MIN_LEXICAL_COVERAGE:.0%})")

@@ -18,9 +18,11 @@ import pyarrow.compute as pc
 
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.parse.code_paths import absolute_module, module_path
+from pr_context.retrieve.anchors import AnchorIndex
 from pr_context.retrieve.lexical import LexicalModel, Postings, lexical_model
 from pr_context.retrieve.messages import MessageIndex
 from pr_context.retrieve.tokens import tokenize
+from pr_context.roles import is_history
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -66,14 +68,22 @@ class SearchCorpus:
     chunks_using: dict[str, list[int]] = field(default_factory=dict)
     # (message template, index of the chunk holding it): see pr_context.parse.code_strings
     message_rows: list[tuple[str, int]] = field(default_factory=list)
+    # (name, docs text around a mention or under a directive of it): see anchors.py
+    anchor_rows: list[tuple[str, str]] = field(default_factory=list)
 
     def prepare(self) -> None:
         """Build the lazily made search structures now (for steady query latency)."""
-        _ = (self.bm25_postings, self.symbols_by_name_word, self.vocabulary, self.messages)
+        _ = (self.bm25_postings, self.symbols_by_name_word, self.vocabulary, self.messages,
+             self.anchors,
+             self.stub_paths, self.top_modules, self.role_markers)
 
     @cached_property
     def messages(self) -> MessageIndex:
         return MessageIndex(self.message_rows)
+
+    @cached_property
+    def anchors(self) -> AnchorIndex:
+        return AnchorIndex(self.anchor_rows)
 
     @cached_property
     def role_markers(self) -> dict[str, frozenset[str]]:
@@ -96,6 +106,22 @@ class SearchCorpus:
                 t for t, n in counts.items() if len(t) >= MIN_MARKER_CHARS
                 and n >= len(paths) / 2 and production.get(t, 0) / total < MARKER_PRODUCTION_SHARE)
         return markers
+
+    @cached_property
+    def stub_paths(self) -> frozenset[str]:
+        """Type stubs beside the module they describe: ``m.pyi`` by ``m.py``,
+        ``x.d.ts`` by ``x.js`` or ``x.ts``."""
+        paths = self.paths
+        stubs = {p for p in paths if p.endswith(".pyi") and p[:-1] in paths}
+        stubs |= {p for p in paths if p.endswith(".d.ts") and any(
+            p[:-len(".d.ts")] + suffix in paths for suffix in (".js", ".ts", ".mjs"))}
+        return frozenset(stubs)
+
+    @cached_property
+    def top_modules(self) -> frozenset[str]:
+        """The first part of every module and path: the packages this codebase holds."""
+        return frozenset({m.split(".", 1)[0] for m in self.module_of_path.values() if m}
+                         | {p.split("/", 1)[0] for p in self.paths})
 
     @property
     def revision(self) -> str:
@@ -189,6 +215,7 @@ def load_corpus(store: IndexStore) -> SearchCorpus:
         chunks_using=usages,
     )
     corpus.message_rows = _message_rows(store, corpus.chunks_using)
+    corpus.anchor_rows = _anchor_rows(store)
     for i, chunk in enumerate(chunks):
         if chunk.symbol:
             corpus.chunk_by_symbol.setdefault(chunk.symbol, []).append(i)
@@ -246,6 +273,27 @@ def _usages(uses: pa.ChunkedArray) -> dict[str, list[int]]:
         if "." in name:  # a directive's target: pkg.mod.func also counts as func
             usages[name.rsplit(".", 1)[-1]].append(index)
     return dict(usages)
+
+
+# Lines of a directive's body read as its anchor text (``.. function:: f`` and below).
+DIRECTIVE_BODY_LINES = 6
+
+
+def _anchor_rows(store: IndexStore) -> list[tuple[str, str]]:
+    """(name, docs lines around a mention of it or under a directive documenting it), in
+    path and line order; changelogs left out."""
+    rows = store.query(
+        "SELECT r.name, ch.path, array_to_string(list_slice(string_split(ch.text, chr(10)), "
+        "CASE WHEN r.kind = 'directive' THEN r.line - ch.start_line + 1 "
+        "ELSE r.line - ch.start_line END, "
+        f"r.line - ch.start_line + CASE WHEN r.kind = 'directive' THEN "
+        f"{DIRECTIVE_BODY_LINES + 1} ELSE 2 END), ' ') "
+        "FROM refs r JOIN chunks ch ON ch.path = r.path "
+        "AND r.line BETWEEN ch.start_line AND ch.end_line "
+        "WHERE r.kind IN ('mention', 'directive') AND ch.role = 'docs' "
+        "ORDER BY r.path, r.line, r.ordinal")
+    return [(name.rsplit(".", 1)[-1], text) for name, path, text in rows
+            if text and not is_history(path)]
 
 
 def _message_rows(store: IndexStore, chunks_using: dict[str, list[int]]

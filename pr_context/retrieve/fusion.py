@@ -47,6 +47,9 @@ SIGNAL_WEIGHTS = MappingProxyType({
     # A definition whose name is made of the query's words: good evidence, but names
     # are short and shared, so no more than one similarity signal.
     "name": 1.0,
+    # What the docs say around a definition's name, in the query's words: as good as
+    # a similarity signal, no better (docs mention names in passing too).
+    "anchor": 0.5,
     # For "which tests / where documented" questions: a test or doc that uses the named
     # symbol is what the user asked for, as exact as a definition match.
     "usage": 2.0,

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 from pr_context.parse.code_strings import PLACEHOLDER
 
-__all__ = ["FULL_INFORMATION", "MIN_MATCHED_WORDS", "MessageIndex", "MessageMatch"]
+__all__ = ["FULL_INFORMATION", "MIN_MATCHED_WORDS", "MessageIndex", "MessageMatch",
+           "reported_message"]
 
 _WORD = re.compile(r"[^\W_]{2,}")
 # A template needs this many of its words in the query, in order, to count at all.
@@ -161,6 +162,13 @@ def _parse_query(query: str) -> _Query:
     message = frozenset(i for i, offset in enumerate(offsets) if offset >= body_start
                         and not any(a <= offset < b for a, b in values))
     return _Query(dict(positions), " ".join(lowered.split()), message)
+
+
+def reported_message(query: str) -> str | None:
+    """The message of an error the query reports (``Name: message`` on its last line)."""
+    last = query.rstrip().rsplit("\n", 1)[-1]
+    prefix = _EXCEPTION_PREFIX.match(last)
+    return last[prefix.end():] if prefix else None
 
 
 def _message_span(query: str) -> tuple[int, list[tuple[int, int]]]:

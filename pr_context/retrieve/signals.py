@@ -21,9 +21,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Ranking",
+    "anchor_ranking",
     "bm25_ranking",
     "bm25_scores",
     "embedding_ranking",
+    "foreign_report",
     "message_ranking",
     "name_ranking",
     "neighbourhood_paths",
@@ -42,6 +44,7 @@ CODE_WORD_STRENGTH = 1.0  # snake_case, CamelCase, dotted or backticked: surely 
 PLAIN_WORD_STRENGTH = 0.0
 MIN_PLAIN_WORD_CHARS = 4
 MIN_NAME_SHARE = 0.5  # at least half of a definition name's words appear in the query
+MIN_ABBREVIATION_CHARS = 3  # "max", "len", "arg": shorter prefixes are no abbreviations
 SINGLE_WORD_NAME_FACTOR = 0.5
 # ``InvalidSpecifier: Invalid specifier: '=>1.0'``: the answer is where it is raised.
 RAISE_SITE_STRENGTH = 1.0
@@ -49,6 +52,7 @@ RAISE_SITE_STRENGTH = 1.0
 # a definition of that name, which says more than one line of a header.
 FIELD_DECLARATION_STRENGTH = 0.8
 EXCEPTION_CLASS_FACTOR = 0.5
+MAX_ANCHOR_DEFINITIONS = 3
 # A template matching less than this is a few shared words, not the message quoted.
 MIN_MESSAGE_STRENGTH = 0.3
 _EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning|Exit|Interrupt|Expired|Invalid\w*|"
@@ -128,6 +132,19 @@ def structure_ranking(corpus: SearchCorpus, query: str) -> Ranking:
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
+# ``pkg.errors.BadThing: message`` at the start of a query's last line.
+_QUALIFIED_REPORT = re.compile(r"^\s*([A-Za-z_]\w*)\.(?:[A-Za-z_]\w*\.)*([A-Z]\w*)\s*:\s")
+
+
+def foreign_report(corpus: SearchCorpus, query: str) -> str | None:
+    """The exception a query reports from another package (``attr.exceptions.X: ...``
+    asked of a codebase with no module ``attr`` and no class ``X``), if it does."""
+    match = _QUALIFIED_REPORT.match(query.rstrip().rsplit("\n", 1)[-1])
+    if match is None or match[1] in corpus.top_modules or match[2] in corpus.definitions_by_name:
+        return None
+    return match.group().strip().rstrip(":")
+
+
 def reported_exceptions(corpus: SearchCorpus, query: str) -> set[str]:
     """Exception classes the query reports (``Name: message``) that the code raises."""
     names = set()
@@ -199,13 +216,17 @@ def name_ranking(corpus: SearchCorpus, query: str) -> Ranking:
     describe behaviour, so a name made of the query's words is strong evidence even when
     the body is long and shares little else with the query. Scored by the share of the
     name's words present in the query; one-word names count half (mostly English words).
+    A name word that starts a longer query word is its abbreviation (``max_len`` for
+    "maximum length", ``init`` for "initializer").
     """
     words = set(tokenize(query, drop_stopwords=True))
     shared: dict[str, set[str]] = {}
     for word in words:
-        if len(word) >= MIN_PLAIN_WORD_CHARS:
-            for symbol in corpus.symbols_by_name_word.get(word, ()):
-                shared.setdefault(symbol, set()).add(word)
+        if len(word) < MIN_PLAIN_WORD_CHARS:
+            continue
+        for part in {word, *(word[:n] for n in range(MIN_ABBREVIATION_CHARS, len(word)))}:
+            for symbol in corpus.symbols_by_name_word.get(part, ()):
+                shared.setdefault(symbol, set()).add(part)
     scores: dict[int, float] = {}
     for symbol, found in shared.items():
         parts = corpus.name_words[symbol]
@@ -291,6 +312,28 @@ def _definitions_named(corpus: SearchCorpus, word: str) -> list[DefinitionInfo]:
         return candidates
     return [d for d in candidates
             if d.qualified_name == word or d.qualified_name.endswith("." + word)]
+
+
+def anchor_ranking(corpus: SearchCorpus, query: str, limit: int = CANDIDATES_PER_SIGNAL
+                   ) -> Ranking:
+    """Definitions whose docs (the lines around their mentions, their directives'
+    bodies) share the query's words, ranked by BM25 over those texts.
+
+    A name defined more than ``MAX_ANCHOR_DEFINITIONS`` times is skipped: the docs'
+    words cannot say which definition they describe.
+    """
+    found: dict[int, float] = {}
+    for name, score in corpus.anchors.scores(query):
+        definitions = corpus.definitions_by_name.get(name, ())
+        if not 0 < len(definitions) <= MAX_ANCHOR_DEFINITIONS:
+            continue
+        for definition in definitions:
+            for index in _definition_chunks(corpus, definition):
+                if corpus.chunks[index].role != "docs":
+                    found[index] = max(found.get(index, 0.0), score)
+        if len(found) >= limit:
+            break
+    return sorted(found.items(), key=lambda item: (-item[1], item[0]))
 
 
 def message_ranking(corpus: SearchCorpus, query: str) -> Ranking:
