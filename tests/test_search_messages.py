@@ -99,6 +99,10 @@ def check(value):
 
 def test_unknown_command():
     assert resolve_command(FakeContext(), "nope") is None
+
+
+def test_missing_parameter_message():
+    assert str(UsageError("Missing parameter: the option needs a value"))
 ''',
 }
 
@@ -134,3 +138,14 @@ def test_a_message_held_by_a_constant_finds_the_code_using_it(
         tool: tuple[Searcher, SearchCorpus]) -> None:
     outcome = run(tool, "tool.errors.UsageError: Missing parameter: the option needs a value")
     assert "tool.errors.check" in [h.symbol for h in outcome.hits[:2]]
+
+
+def test_a_test_expecting_the_message_counts_only_when_tests_are_asked_for(
+        tool: tuple[Searcher, SearchCorpus]) -> None:
+    def message_paths(query: str) -> set[str]:
+        return {h.path for h in run(tool, query).hits if h.components.get("message", 0) > 0}
+
+    assert "tests/test_cli.py" not in message_paths(
+        "Missing parameter: the option needs a value")
+    assert "tests/test_cli.py" in message_paths(
+        "which tests check Missing parameter: the option needs a value")

@@ -140,7 +140,7 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
         "structure": structure_ranking(corpus, query),
         "name": name_ranking(corpus, query),
         "traceback": traceback_locations(corpus, query),
-        "message": message_ranking(corpus, query),
+        "message": message_ranking(corpus, query, INTENT_ROLES[intent.intent]),
         # The docs' words point at definitions, which a question for docs, tests or
         # examples does not ask for.
         "anchor": [] if INTENT_ROLES[intent.intent] else anchor_ranking(corpus, query),
@@ -256,8 +256,11 @@ def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tupl
             return ("nothing relevant: the codebase mentions "
                     + ", ".join(repr(w) for w in unrelated)
                     + " only in chunks unrelated to the query")
+        # A how-to question describes a task in the user's own words ("save what I
+        # printed as a web page"): a weak lexical match is what it is expected to have.
         coverage = _lexical_coverage(corpus, query, rankings["bm25"])
-        if best < WEAK_QUERY_COSINE and coverage < MIN_LEXICAL_COVERAGE:
+        if (intent.intent != "how_to" and best < WEAK_QUERY_COSINE
+                and coverage < MIN_LEXICAL_COVERAGE):
             return (f"nothing relevant: the best lexical match covers {coverage:.0%} of the "
                     f"query's words and the closest chunk's similarity is {best:.2f}")
         return None

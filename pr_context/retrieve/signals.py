@@ -53,6 +53,7 @@ RAISE_SITE_STRENGTH = 1.0
 FIELD_DECLARATION_STRENGTH = 0.8
 EXCEPTION_CLASS_FACTOR = 0.5
 MAX_ANCHOR_DEFINITIONS = 3
+_EXPECTING_ROLES = frozenset({"test", "test_support"})
 # A template matching less than this is a few shared words, not the message quoted.
 MIN_MESSAGE_STRENGTH = 0.3
 _EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning|Exit|Interrupt|Expired|Invalid\w*|"
@@ -336,13 +337,19 @@ def anchor_ranking(corpus: SearchCorpus, query: str, limit: int = CANDIDATES_PER
     return sorted(found.items(), key=lambda item: (-item[1], item[0]))
 
 
-def message_ranking(corpus: SearchCorpus, query: str) -> Ranking:
+def message_ranking(corpus: SearchCorpus, query: str, asked: tuple[str, ...] = ()
+                    ) -> Ranking:
     """Chunks holding a string literal or format template the query quotes.
 
     A chunk's score is its best template's match strength (``retrieve/messages.py``).
+    A test holding the message expects it rather than produces it: tests count only
+    when the query asks for tests (``asked``: the roles it asks for).
     """
     best: dict[int, float] = {}
     for match in corpus.messages.matches(query):
+        role = corpus.chunks[match.chunk].role
+        if role in _EXPECTING_ROLES and role not in asked:
+            continue
         if match.strength >= MIN_MESSAGE_STRENGTH:
             best[match.chunk] = max(best.get(match.chunk, 0.0), match.strength)
     return sorted(best.items(), key=lambda item: (-item[1], item[0]))
