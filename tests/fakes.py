@@ -5,10 +5,15 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from pr_context.embed import Embeddings
+from pr_context.git import open_repository
+from pr_context.pipeline import Searcher
+from pr_context.progress import SilentProgress
+from pr_context.retrieve.corpus import SearchCorpus
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -49,3 +54,9 @@ class FakeEmbedder:
     @property
     def embedded_texts(self) -> list[str]:
         return [t for batch in self.calls for t in batch]
+
+
+def fake_search(repo: Path, db: Path) -> tuple[Searcher, SearchCorpus]:
+    """A searcher embedding with FakeEmbedder, and the corpus of ``repo``'s HEAD."""
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    return searcher, searcher.corpus(open_repository(repo), "HEAD", db)

@@ -7,15 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from pr_context.git import open_repository
 from pr_context.parse.code_strings import PLACEHOLDER
 from pr_context.pipeline import Searcher
-from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.messages import MessageIndex
 from tests.conftest import GitRepo
-from tests.fakes import FakeEmbedder
+from tests.fakes import fake_search
 
 P = PLACEHOLDER
 TEMPLATES = [
@@ -109,10 +107,7 @@ def test_missing_parameter_message():
 
 @pytest.fixture
 def tool(make_repo: Callable[..., GitRepo], tmp_path: Path) -> tuple[Searcher, SearchCorpus]:
-    repo = make_repo(FILES)
-    searcher = Searcher(FakeEmbedder(), SilentProgress())
-    corpus = searcher.corpus(open_repository(repo.path), "HEAD", tmp_path / "i.duckdb")
-    return searcher, corpus
+    return fake_search(make_repo(FILES).path, tmp_path / "i.duckdb")
 
 
 def run(tool: tuple[Searcher, SearchCorpus], query: str) -> SearchOutcome:
