@@ -552,24 +552,38 @@ def _apply_gate(gate_path: Path, report: Report) -> None:
 @click.option("--budget", "budget_s", default=REVIEW_BUDGET_S, show_default=True,
               type=click.FloatRange(min=0),
               help="Seconds of analysis; symbols left after it are only listed.")
+@click.option("--coverage", "coverage_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="coverage.py data file with per-test contexts (pytest --cov "
+                   "--cov-context=test), from a run of the repository's own tests: the "
+                   "tests that ran each changed symbol become the strongest evidence. "
+                   "Read only; nothing is run.")
+@click.option("--coverage-rev", metavar="REV",
+              help="The commit the --coverage tests ran at (default: BASE); its lines are "
+                   "mapped to BASE through the diff.")
 @click.option("--json", "as_json", is_flag=True, help="Print a one-line JSON summary.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output, warnings only.")
 def review_command(repo: str, base: str, head: str, db: Path, out_dir: Path, top_k: int,
                    no_embeddings: bool, model: str | None, backend: str | None,
                    onnx_cache: Path | None, link_base: str | None, budget_s: float,
+                   coverage_file: Path | None, coverage_rev: str | None,
                    as_json: bool, quiet: bool) -> None:
     """Review the changes BASE..HEAD: callers, linked tests and possibly-stale docs.
 
     Writes OUT/evidence.json (every ranked item), OUT/comment.md (the PR comment, top
     items per symbol) and OUT/summary.md (a step summary).
     """
+    from pr_context.coverage import CoverageInput
     from pr_context.pipeline import embedder_for
     from pr_context.render import headline
     from pr_context.review import ReviewOptions, review, write_review
 
     if link_base is not None and not link_base.startswith(("https://", "http://")):
         raise BadInputError(f"--link-base must be an http(s) URL, not {link_base!r}")
-    options = ReviewOptions(top_k=top_k, budget_s=budget_s, link_base=link_base)
+    if coverage_rev is not None and coverage_file is None:
+        raise BadInputError("--coverage-rev needs --coverage FILE")
+    coverage = CoverageInput(coverage_file, coverage_rev) if coverage_file else None
+    options = ReviewOptions(top_k=top_k, budget_s=budget_s, link_base=link_base,
+                            coverage=coverage)
     progress = progress_for(sys.stderr, quiet)
     report = review(open_repository(repo), base, head, db, out_dir,
                     embedder_for(_choice(model, backend, onnx_cache), no_embeddings, db,
@@ -580,6 +594,8 @@ def review_command(repo: str, base: str, head: str, db: Path, out_dir: Path, top
             "changed_symbols": len(report.symbols),
             "callers_not_updated": report.callers_not_updated,
             "stale_docs": report.stale_docs, "tests_to_run": len(report.test_selection),
+            "run_everything": report.run_everything is not None,
+            "no_test_runs": report.no_test_runs,
             "evidence": str(outputs.evidence), "comment": str(outputs.comment),
             "summary": str(outputs.summary)}))
     else:
@@ -631,6 +647,12 @@ _ACTION_ENV = "PR_CONTEXT_"
               show_default=True, type=click.Choice(["warning", "notice", "off"]),
               help="Level of the annotations on the diff for high-confidence findings "
                    "(at most 10) [env: PR_CONTEXT_ANNOTATIONS].")
+@click.option("--coverage-file", envvar="PR_CONTEXT_COVERAGE_FILE", default="",
+              help="coverage.py data file with per-test contexts, relative to the repository; "
+                   "used when it exists and fits [env: PR_CONTEXT_COVERAGE_FILE].")
+@click.option("--coverage-revision", envvar="PR_CONTEXT_COVERAGE_REVISION", default="",
+              help="The commit the coverage file's tests ran at; empty: the PR's base "
+                   "[env: PR_CONTEXT_COVERAGE_REVISION].")
 @click.option("--prepare", "prepare_only", is_flag=True,
               help="Only work out the cache plan and write it to GITHUB_OUTPUT: "
                    "cache-key, cache-restore-prefix, index-path, save-cache, base-sha, run, "
@@ -640,7 +662,8 @@ def action_command(repo: str, db: Path | None, out_dir: Path | None, config: str
                    model: str | None, embeddings: bool, backend: str,
                    onnx_cache: Path | None, top_k: int, comment: str,
                    fail_on: str, skip_drafts: bool, comment_when_empty: bool,
-                   annotations: str, prepare_only: bool, quiet: bool) -> None:
+                   annotations: str, coverage_file: str, coverage_revision: str,
+                   prepare_only: bool, quiet: bool) -> None:
     """Run inside GitHub Actions: review a PR, publish a fork's review, answer a slash
     command, or index a push.
 
@@ -648,9 +671,10 @@ def action_command(repo: str, db: Path | None, out_dir: Path | None, config: str
     GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_SERVER_URL, GITHUB_OUTPUT,
     GITHUB_STEP_SUMMARY, RUNNER_TEMP) and the token from GITHUB_TOKEN. pull_request:
     review base..head, write the step summary, outputs (evidence-path, test-selection,
-    changed-symbols, comment-url), annotations on the diff and one sticky comment,
-    updated in place. workflow_run (a completed pull_request run): post that run's
-    review from its artifact on the one open PR the API gives for its head, for forks.
+    run-everything, changed-symbols, comment-url), annotations on the diff and one sticky
+    comment, updated in place. workflow_run (a completed pull_request run): post that
+    run's review from its artifact on the one open PR the API gives for its head, for
+    forks.
     issue_comment: /pr-context refresh | search QUERY | explain SYMBOL | help, for
     collaborators with write access. push, workflow_dispatch: build or update the index.
     Exits 0 (also when a fork's read-only token could not comment: a warning says so),
@@ -671,7 +695,8 @@ def action_command(repo: str, db: Path | None, out_dir: Path | None, config: str
         onnx_cache=_onnx_cache(onnx_cache), top_k=top_k,
         comment="off" if comment == "off" else "sticky", fail_on=parse_fail_on(fail_on),
         skip_drafts=skip_drafts, comment_when_empty=comment_when_empty,
-        annotations=cast("AnnotationLevel", annotations))
+        annotations=cast("AnnotationLevel", annotations),
+        coverage_file=coverage_file.strip(), coverage_revision=coverage_revision.strip())
     if prepare_only:
         plan = prepare(settings, env)
         write_outputs(env.output, plan)

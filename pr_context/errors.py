@@ -5,8 +5,10 @@ PrContextError                 base; ``exit_code`` says how the process ends
  │    ├── NotARepositoryError  the path is not a git repository
  │    ├── UnknownRevisionError the revision does not name a commit
  │    ├── ConfigError          a configuration file or option is invalid
- │    └── ShardError           a shard used as a whole index, or shards that do not
- │                             make one index (pr-context merge)
+ │    ├── ShardError           a shard used as a whole index, or shards that do not
+ │    │                        make one index (pr-context merge)
+ │    └── CoverageFileError    a coverage data file cannot be read, or not placed at a
+ │                             revision of this repository
  ├── GitError (1)              git failed for a reason other than bad input
  ├── GitHubApiError (1)        the GitHub API refused or kept failing
  │    └── ReadOnlyTokenError   the token may read but not write (fork pull requests)
@@ -24,6 +26,7 @@ __all__ = [
     "ArtifactError",
     "BadInputError",
     "ConfigError",
+    "CoverageFileError",
     "EmbeddingError",
     "GitError",
     "GitHubApiError",
@@ -59,6 +62,10 @@ class ConfigError(BadInputError):
 
 
 class ShardError(BadInputError):
+    pass
+
+
+class CoverageFileError(BadInputError):
     pass
 
 

@@ -99,11 +99,15 @@ _ENV = _environment()
 
 
 def headline(report: Report) -> str:
-    """"3 changed symbols · 2 callers not updated · 1 possibly-stale doc · 4 tests to run"."""
+    """"3 changed symbols · 2 callers not updated · 1 possibly-stale doc · 4 tests to run"
+    (or "all tests to run"), and how many changed symbols no test runs, when known."""
     parts = [_count(len(report.symbols), "changed symbol"),
              _count(report.callers_not_updated, "caller") + " not updated",
              _count(report.stale_docs, "possibly-stale doc"),
-             _count(len(report.test_selection), "test") + " to run"]
+             "all tests to run" if report.run_everything is not None
+             else _count(len(report.test_selection), "test") + " to run"]
+    if report.no_test_runs:
+        parts.append(f"{report.no_test_runs} run by no test")
     return " · ".join(parts)
 
 
@@ -135,11 +139,18 @@ def render_comment(report: Report) -> str:
 
 
 def _comment_text(report: Report, blocks: Sequence[dict[str, Any]], shown: int) -> str:
+    shown_tests = report.top_k * 4
     return _ENV.get_template("comment.md.j2").render(
         marker=Markup(COMMENT_MARKER), headline=headline(report), report=report,
         notes=report.notes, symbols=blocks[:shown], omitted=len(blocks) - shown,
-        selection=report.test_selection[:report.top_k * 4],
-        selection_more=max(len(report.test_selection) - report.top_k * 4, 0))
+        selection=_selection_view(report)[:shown_tests],
+        selection_more=max(len(report.test_selection) - shown_tests, 0))
+
+
+def _selection_view(report: Report) -> list[dict[str, str]]:
+    """The tests to run, each with the first reason it is there."""
+    reasons = {i.target: i.reasons[0] for i in report.selection_details if i.reasons}
+    return [{"target": t, "reason": reasons.get(t, "")} for t in report.test_selection]
 
 
 def _symbol_view(report: Report, symbol: SymbolReport) -> dict[str, Any]:
@@ -178,8 +189,10 @@ def _symbol_counts(symbol: SymbolReport) -> str:
     callers = _count(len(symbol.callers), "caller")
     if symbol.callers_not_updated:
         callers += f" ({symbol.callers_not_updated} not updated)"
-    return " · ".join([callers, _count(len(symbol.tests), "test"),
-                       _count(len(symbol.docs), "doc")])
+    parts = [callers, _count(len(symbol.tests), "test"), _count(len(symbol.docs), "doc")]
+    if symbol.no_test_runs:
+        parts.append("no test runs this")
+    return " · ".join(parts)
 
 
 def _item_view(where: _Where, item: EvidenceItem) -> dict[str, Any]:
@@ -209,7 +222,7 @@ def render_summary(report: Report) -> str:
                   "counts": _symbol_counts(s)}
                  for s in report.symbols[:SUMMARY_MAX_SYMBOLS]],
         omitted=max(len(report.symbols) - SUMMARY_MAX_SYMBOLS, 0),
-        selection=report.test_selection)
+        selection=_selection_view(report))
 
 
 # -- slash-command replies ------------------------------------------------------------------

@@ -10,6 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pr_context.coverage import SymbolCoverage
+from pr_context.links.selection import SelectedTest
+
 REVIEW_BUDGET_S = 60.0  # seconds of analysis before remaining symbols are only listed
 DEFAULT_TOP_K = 5  # items per category in the comment; evidence.json holds them all
 
@@ -89,6 +92,12 @@ class SymbolReport:
     analysed: bool = True  # False: listed after the time budget ran out
     # nested definitions (closures, local helpers) the change was in; see changes.py
     changed_inside: tuple[str, ...] = ()
+    coverage: SymbolCoverage | None = None  # what the user's coverage data says, if given
+
+    @property
+    def no_test_runs(self) -> bool:
+        """The coverage data saw no test run this symbol's body."""
+        return self.coverage is not None and self.coverage.status == "not_executed"
 
     @property
     def callers_not_updated(self) -> int:
@@ -110,6 +119,9 @@ class SymbolReport:
             "old_signature": self.old_signature, "new_signature": self.new_signature,
             "parameter_changes": list(self.parameter_changes), "cosmetic": self.cosmetic,
             "analysed": self.analysed, "changed_inside": list(self.changed_inside),
+            "coverage": None if self.coverage is None else {
+                "status": self.coverage.status, "tests": list(self.coverage.tests),
+                "reason": self.coverage.reason},
         }
 
 
@@ -157,6 +169,10 @@ class Report:
     notes: tuple[str, ...] = ()  # what was skipped and why, for people
     top_k: int = 5  # items per category shown in the comment
     link_base: str | None = None  # e.g. https://github.com/owner/name; None: plain paths
+    selection_details: tuple[SelectedTest, ...] = ()  # test_selection, each with its reasons
+    run_everything: str | None = None  # why the whole suite should run; None: the selection
+    coverage: Mapping[str, Any] | None = None  # the coverage data used: file, revision, counts
+    coverage_problem: str | None = None  # why coverage data given was not used
 
     @property
     def callers_not_updated(self) -> int:
@@ -165,6 +181,10 @@ class Report:
     @property
     def stale_docs(self) -> int:
         return sum(s.stale_docs for s in self.symbols)
+
+    @property
+    def no_test_runs(self) -> int:
+        return sum(s.no_test_runs for s in self.symbols)
 
 
 def evidence_json(report: Report) -> dict[str, Any]:
@@ -183,7 +203,13 @@ def evidence_json(report: Report) -> dict[str, Any]:
             "callers_not_updated": report.callers_not_updated,
             "stale_docs": report.stale_docs,
             "tests_to_run": len(report.test_selection),
+            "no_test_runs": report.no_test_runs,
         },
+        "run_everything": report.run_everything is not None,
+        "run_everything_reason": report.run_everything,
+        "test_selection_details": [{"target": i.target, "reasons": list(i.reasons)}
+                                   for i in report.selection_details],
+        "coverage": dict(report.coverage) if report.coverage is not None else None,
         "excluded_files": list(report.excluded_files),
         "skipped_files": list(report.skipped_files),
         "notes": list(report.notes),

@@ -19,9 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pr_context.changes import ChangedSymbol, SymbolChanges, changed_symbols_between
+from pr_context.coverage import CoverageInput, MeasuredCoverage, SymbolCoverage
 from pr_context.diff import parse_patch
 from pr_context.embed import Embedder
-from pr_context.errors import BadInputError, GitError, IndexFileError
+from pr_context.errors import (
+    BadInputError,
+    CoverageFileError,
+    GitError,
+    IndexFileError,
+    UnknownRevisionError,
+)
 from pr_context.git import (
     BlobReader,
     Repository,
@@ -36,12 +43,17 @@ from pr_context.index.build import IndexOptions, IndexResult, build_index
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.links import (
     Evidence,
+    ImportGraph,
     LinkIndex,
+    Reacher,
+    SymbolTests,
+    TestSelection,
+    import_graph,
     linked_tests,
     load_link_index,
+    select_tests,
     stale_docs,
     symbol_vector,
-    test_selection,
 )
 from pr_context.models import Sha
 from pr_context.progress import Progress
@@ -56,6 +68,7 @@ from pr_context.report import (
     evidence_json,
 )
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
+from pr_context.review_tests import coverage_key, measure_changes, module_changes
 from pr_context.secrets import redact_secrets
 from pr_context.signatures import call_arguments, python_call_break
 from pr_context.symbols import NamedDefinition, definitions_named
@@ -100,6 +113,10 @@ class ReviewOptions:
     budget_s: float = REVIEW_BUDGET_S
     link_base: str | None = None
     index_options: IndexOptions = field(default_factory=IndexOptions)
+    coverage: CoverageInput | None = None  # the user's per-test coverage data
+    # False: coverage data that cannot be used is a note (Report.coverage_problem), and
+    # the review goes on without it; True: it is an error
+    coverage_required: bool = True
 
 
 @dataclass(frozen=True)
@@ -120,6 +137,8 @@ class IndexSide:
     links: LinkIndex
     corpus: SearchCorpus
     spans: Mapping[str, tuple[int, int]]  # qualified name -> definition lines
+    reacher: Reacher  # walks from symbols to the tests, each definition's callers once
+    imports: ImportGraph
 
 
 @dataclass(frozen=True)
@@ -172,19 +191,66 @@ def review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Pa
     wanted = [s for s in changes.symbols if s.path not in excluded]
     with timer.stage("load_base"):
         base_side = _load_side(db)[0] if any(map(_needs_base, wanted)) else None
-    with timer.stage("analyse"), _Sources(repo) as sources:
-        symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
-                                               options.budget_s, sources)
+    with _Sources(repo) as sources:
+        with timer.stage("coverage"):
+            coverage, problem = _coverage(repo, options, base, db, wanted, roles, sources)
+        with timer.stage("analyse"):
+            symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
+                                                   options.budget_s, sources, coverage)
+        with timer.stage("select"):
+            selection = _selection(tests, head_side, pr_diff, roles, base, head, sources,
+                                   coverage)
     timer.stages["total"] = round((time.perf_counter() - started) * 1000)
     return Report(
         repository=str(repo.path), base=base, head=head,
         index=_index_info(manifest, head_result, base_result),
-        symbols=tuple(symbols),
-        test_selection=tuple(_with_changed_tests(test_selection(tests), pr_diff, roles)),
+        symbols=tuple(symbols), test_selection=selection.targets,
         timings_ms=timer.stages, excluded_files=tuple(excluded),
         skipped_files=changes.skipped_files,
-        notes=tuple(_notes(changes, excluded, skipped, len(wanted), options.budget_s)),
-        top_k=options.top_k, link_base=options.link_base)
+        notes=tuple(_notes(changes, excluded, skipped, len(wanted), options.budget_s,
+                           problem)),
+        top_k=options.top_k, link_base=options.link_base,
+        selection_details=selection.items, run_everything=selection.run_everything,
+        coverage=_coverage_info(coverage), coverage_problem=problem)
+
+
+def _coverage(repo: Repository, options: ReviewOptions, base: Sha, db: Path,
+              wanted: list[ChangedSymbol], roles: Mapping[str, str],
+              sources: _Sources) -> tuple[MeasuredCoverage | None, str | None]:
+    """The coverage evidence, and why there is none when it was given but unusable."""
+    if options.coverage is None:
+        return None, None
+    try:
+        return measure_changes(repo, options.coverage, base, db, wanted, roles,
+                               sources.text), None
+    except (CoverageFileError, UnknownRevisionError) as exc:
+        if options.coverage_required:
+            raise
+        return None, str(exc)
+
+
+def _selection(tests: list[SymbolTests], head: IndexSide, pr: _PrDiff, roles: Mapping[str, str],
+               base: Sha, head_sha: Sha, sources: _Sources,
+               coverage: MeasuredCoverage | None) -> TestSelection:
+    """What CI should run; every target exists at head (a removed symbol's base tests may
+    be gone)."""
+    changed_tests = [p for p in pr.added if roles.get(p) == "test"]
+    modules = module_changes(pr.added, pr.removed, roles, base, head_sha, sources.text)
+    selection = select_tests(tests, head.links, head.imports, pr.paths, changed_tests,
+                             modules, coverage.tests_changed_since if coverage else ())
+    kept = tuple(i for i in selection.items if selection.run_everything
+                 or i.target.split("::", 1)[0] in head.links.roles)
+    return dataclasses.replace(selection, items=kept)
+
+
+def _coverage_info(coverage: MeasuredCoverage | None) -> dict[str, object] | None:
+    if coverage is None:
+        return None
+    counts: dict[str, int] = {}
+    for found in coverage.symbols.values():
+        counts[found.status] = counts.get(found.status, 0) + 1
+    return {"file": coverage.source, "revision": coverage.revision, "symbols": counts,
+            "tests_changed_since": list(coverage.tests_changed_since)}
 
 
 @dataclass(frozen=True)
@@ -221,7 +287,7 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     base_side = _load_side(db)[0] if _needs_base(analysed) else None
     with _Sources(repo) as sources:
         reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff,
-                                     options.budget_s, sources)
+                                     options.budget_s, sources, None)
     report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
     return Explanation(report, head, tuple(m.qualified_name for m in matches[1:]))
 
@@ -261,7 +327,7 @@ def analyse_definitions(repo: Repository, side: IndexSide,
     symbols = [unchanged_symbol(d) for d in definitions]
     empty = _PrDiff(frozenset(), {}, {})
     with _Sources(repo) as sources:
-        reports, _, _ = _analyse_all(symbols, side, None, empty, budget_s, sources)
+        reports, _, _ = _analyse_all(symbols, side, None, empty, budget_s, sources, None)
     return [dataclasses.replace(r, change="unchanged") for r in reports]
 
 
@@ -319,8 +385,9 @@ def load_side(store: IndexStore, corpus: SearchCorpus | None = None) -> IndexSid
             "SELECT qualified_name, start_line, end_line FROM definitions "
             "ORDER BY path, ordinal"):
         spans.setdefault(name, (start, end))
-    return IndexSide(store.manifest.revision, load_graph(store), load_link_index(store),
-                     corpus or load_corpus(store), spans)
+    graph, links = load_graph(store), load_link_index(store)
+    return IndexSide(store.manifest.revision, graph, links, corpus or load_corpus(store),
+                     spans, Reacher(graph, links), import_graph(graph.tables))
 
 
 def _file_roles(db: Path) -> dict[str, str]:
@@ -351,34 +418,43 @@ def _pr_diff(repo: Repository, base: Sha, head: Sha) -> _PrDiff:
 
 def _analyse_all(
     symbols: list[ChangedSymbol], head: IndexSide, base: IndexSide | None, pr: _PrDiff,
-    budget_s: float, sources: _Sources,
-) -> tuple[list[SymbolReport], list[Evidence], int]:
-    """Every symbol's report, all linked tests, and how many symbols the budget skipped."""
+    budget_s: float, sources: _Sources, coverage: MeasuredCoverage | None,
+) -> tuple[list[SymbolReport], list[SymbolTests], int]:
+    """Every symbol's report, what the test selection needs of each, and how many
+    symbols the budget skipped."""
     reports, tests, skipped = [], [], 0
     started = time.monotonic()
     for change in symbols:
         if time.monotonic() - started >= budget_s:
             reports.append(_symbol_report(change, (), (), (), analysed=False))
+            tests.append(SymbolTests(change.symbol, change.path))
             skipped += 1
             continue
         holder = base if change.change == "removed" and base is not None else head
+        found = _callers(change, holder, sources)
+        walk = holder.reacher.reach(change.qualified_name,
+                                    found if change.kind == "variable" else None)
+        covered = coverage.symbols.get(coverage_key(change)) if coverage else None
+        label = coverage.label if coverage else "coverage"
         linked = linked_tests(change, holder.graph, holder.links, set(pr.paths),
-                              holder.corpus, set(head.links.roles))
+                              holder.corpus, set(head.links.roles), walk, covered, label)
         vector = symbol_vector(holder.corpus, change.qualified_name)
         docs = stale_docs(change, head.links, set(pr.paths), head.corpus, vector)
-        tests.extend(linked)
-        callers = _caller_items(change, holder, head, pr, sources)
+        tests.append(SymbolTests(change.symbol, change.old_path or change.path, walk,
+                                 covered, label))
+        callers = _caller_items(change, found, holder, head, pr, sources)
         if change.old_qualified_name and base is not None and holder is head:
             callers = _reranked([*callers, *_left_on_old_name(change, base, head, pr)])
         reports.append(_symbol_report(
             change, callers,
-            _link_items(linked, holder, head), _link_items(docs, head, head)))
+            _link_items(linked, holder, head), _link_items(docs, head, head), covered=covered))
     return reports, tests, skipped
 
 
 def _symbol_report(change: ChangedSymbol, callers: Iterable[EvidenceItem],
                    tests: Iterable[EvidenceItem], docs: Iterable[EvidenceItem],
-                   analysed: bool = True) -> SymbolReport:
+                   analysed: bool = True, covered: SymbolCoverage | None = None
+                   ) -> SymbolReport:
     return SymbolReport(
         path=change.path, symbol=change.symbol, qualified_name=change.qualified_name,
         kind=change.kind, change=change.change, start_line=change.start_line,
@@ -386,16 +462,17 @@ def _symbol_report(change: ChangedSymbol, callers: Iterable[EvidenceItem],
         docs=tuple(docs), old_path=change.old_path,
         old_qualified_name=change.old_qualified_name, old_signature=change.old_signature,
         new_signature=change.new_signature, parameter_changes=change.parameter_changes,
-        cosmetic=change.cosmetic, analysed=analysed, changed_inside=change.changed_inside)
+        cosmetic=change.cosmetic, analysed=analysed, changed_inside=change.changed_inside,
+        coverage=covered)
 
 
-def _caller_items(change: ChangedSymbol, holder: IndexSide, head: IndexSide, pr: _PrDiff,
-                  sources: _Sources) -> list[EvidenceItem]:
+def _caller_items(change: ChangedSymbol, found: list[Caller], holder: IndexSide, head: IndexSide,
+                  pr: _PrDiff, sources: _Sources) -> list[EvidenceItem]:
     """Callers ranked with the ones the PR left on a broken signature first."""
     at_base = holder is not head
     breaking = change.change in _BREAKING_CHANGES
     items = []
-    for caller in _callers(change, holder, sources):
+    for caller in found:
         updated = _caller_updated(caller, at_base, head, pr)
         problem = (_call_problem(change, caller, holder, sources)
                    if breaking and not updated and _may_break(change, caller) else None)
@@ -419,16 +496,6 @@ def _may_break(change: ChangedSymbol, caller: Caller) -> bool:
     if caller.candidate == "override":
         return change.change == "signature_changed"
     return caller.sole
-
-
-def _with_changed_tests(selected: list[str], pr: _PrDiff,
-                        roles: Mapping[str, str]) -> list[str]:
-    """The linked tests, then the test files the PR adds or edits that none of them names:
-    a PR's own tests run whether or not the graph reaches them (serde_json's regression
-    test for a change to its deserializer goes through three trait calls)."""
-    named = {target.split("::", 1)[0] for target in selected}
-    changed = sorted(p for p in pr.added if roles.get(p) == "test" and p not in named)
-    return [*selected, *changed]
 
 
 def _callers(change: ChangedSymbol, side: IndexSide, sources: _Sources) -> list[Caller]:
@@ -582,7 +649,7 @@ def _reason(text: str, side: IndexSide, at_base: bool) -> str:
 
 
 def _notes(changes: SymbolChanges, excluded: list[str], skipped: int, total: int,
-           budget_s: float) -> Iterator[str]:
+           budget_s: float, coverage_problem: str | None = None) -> Iterator[str]:
     if excluded:
         yield (f"{len(excluded)} generated or vendored file(s) changed: counted, "
                "not analysed")
@@ -591,3 +658,5 @@ def _notes(changes: SymbolChanges, excluded: list[str], skipped: int, total: int
     if skipped:
         yield (f"time budget of {budget_s:g}s ran out: {skipped} of {total} changed "
                "symbols listed without callers, tests or docs")
+    if coverage_problem:
+        yield f"coverage data not used: {coverage_problem}"

@@ -5,6 +5,9 @@ GITHUB_API_URL. No model: the action runs with embeddings off (PR_CONTEXT_EMBEDD
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -203,8 +206,9 @@ def test_first_run_posts_one_comment_and_a_new_head_updates_it(workflow: Workflo
     outputs = workflow.outputs()
     assert outputs["changed-symbols"] == "1"
     assert outputs["comment-url"] == comments[0]["html_url"]
-    assert json.loads(outputs["test-selection"]) == [
-        "tests/test_session.py::test_create_session"]
+    # the one test calls the changed function: the whole (one-test) suite runs
+    assert json.loads(outputs["test-selection"]) == ["tests"]
+    assert outputs["run-everything"] == "true"
     evidence = json.loads(Path(outputs["evidence-path"]).read_text())
     assert evidence["repository"] == REPO and evidence["head"] == head
     assert "shop.session" in workflow.summary.read_text()
@@ -601,3 +605,77 @@ def test_a_lone_shard_in_the_cache_is_refused_with_what_to_do(workflow: Workflow
     assert result.exit_code == 2, result.output
     assert "shard 1/2 of a sharded build" in result.output
     assert "pr-context merge" in result.output
+
+
+# -- coverage evidence ----------------------------------------------------------------------
+
+
+def untracked(flow: Workflow, pattern: str) -> None:
+    """Restored files sit in the workspace without being part of any commit."""
+    with (flow.workspace / ".git" / "info" / "exclude").open("a") as exclude:
+        exclude.write(pattern + "\n")
+
+
+def cached_coverage(flow: Workflow) -> Path:
+    """What the default branch's CI saved and the cache step restored into the workspace:
+    a real pytest-cov run with per-test contexts, and the commit it ran at."""
+    target = flow.workspace / ".pr-context-coverage"
+    target.mkdir()
+    untracked(flow, ".pr-context-coverage/")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--cov=shop",
+         "--cov-context=test", "--cov-report=", "tests"],
+        cwd=flow.workspace, capture_output=True, text=True, check=False,
+        env={**os.environ, "COVERAGE_FILE": str(target / "coverage.db")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return target / "coverage.db"
+
+
+def test_a_cached_coverage_file_names_the_tests_that_ran_the_change(
+        workflow: Workflow) -> None:
+    cached_coverage(workflow)
+    base, head = open_pull(workflow, NEW_SESSION)
+
+    result = workflow.run("pull_request", pull_payload(base, head),
+                          PR_CONTEXT_COVERAGE_FILE=".pr-context-coverage/coverage.db",
+                          PR_CONTEXT_COVERAGE_REVISION=base)
+
+    assert result.exit_code == 0, result.output
+    evidence = json.loads(Path(workflow.outputs()["evidence-path"]).read_text())
+    [changed] = evidence["changed_symbols"]
+    assert changed["coverage"]["status"] == "executed"
+    assert changed["coverage"]["tests"] == ["tests/test_session.py::test_create_session"]
+    assert changed["tests"][0]["signals"]["coverage"] == 1.0
+    assert evidence["coverage"]["revision"] == base
+    assert not [a for a in workflow.report()["annotations"] if a["level"] == "warning"]
+
+
+@pytest.mark.parametrize(("setup", "level", "words"), [
+    pytest.param("missing", "notice", "is not there", id="cache-missed"),
+    pytest.param("corrupt", "warning", "not a coverage.py data file", id="corrupt"),
+    pytest.param("stale", "warning", "does not fit", id="another-revision"),
+])
+def test_unusable_coverage_is_reported_and_the_review_goes_on(
+        workflow: Workflow, setup: str, level: str, words: str) -> None:
+    if setup == "corrupt":
+        untracked(workflow, "broken.db")
+        (workflow.workspace / "broken.db").write_bytes(b"not sqlite at all")
+    elif setup == "stale":
+        cached_coverage(workflow)
+        # the base moves every line down: the data fits its own commit, not this one
+        workflow.repo.write("shop/session.py", "# sessions\n\n\n" + SESSION)
+        workflow.repo.commit("a header")
+    path = {"missing": "nothing/here.db", "corrupt": "broken.db"}.get(
+        setup, ".pr-context-coverage/coverage.db")
+    base, head = open_pull(workflow, "# sessions\n\n\n" + NEW_SESSION if setup == "stale"
+                           else NEW_SESSION)
+
+    result = workflow.run("pull_request", pull_payload(base, head),
+                          PR_CONTEXT_COVERAGE_FILE=path)
+
+    assert result.exit_code == 0, result.output
+    notes = [a["message"] for a in workflow.report()["annotations"] if a["level"] == level]
+    assert any(words in n and "coverage" in n for n in notes), notes
+    evidence = json.loads(Path(workflow.outputs()["evidence-path"]).read_text())
+    assert evidence["coverage"] is None
+    assert evidence["changed_symbols"][0]["coverage"] is None

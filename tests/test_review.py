@@ -16,6 +16,7 @@ from pr_context.cli import cli
 from pr_context.git import open_repository
 from pr_context.index.build import IndexOptions, build_index
 from pr_context.index.store import IndexStore
+from pr_context.links import SelectedTest
 from pr_context.progress import SilentProgress
 from pr_context.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment, render_summary
 from pr_context.report import EvidenceItem, IndexInfo, Report, SymbolReport
@@ -179,7 +180,10 @@ def test_linked_test_stale_doc_and_selection(
     assert doc["status"] == "stale"
     assert doc["touched_in_pr"] is False
     assert "retries" in doc["reason"]
-    assert any(t.startswith("tests/test_session.py") for t in data["test_selection"])
+    assert data["run_everything"] is False and data["test_selection"] == [
+        "tests/test_session.py"]  # whole: the PR edits it
+    assert data["test_selection_details"] == [{"target": "tests/test_session.py", "reasons": [
+        "calls create_session", "the PR adds or edits this test file"]}]
 
 
 def test_generated_and_vendored_files_are_counted_not_analysed(
@@ -380,7 +384,7 @@ def test_render_escapes_hostile_repository_text() -> None:
     assert "```" not in body and "`code`" not in body
     assert "\\`code\\`" in body
     assert "more\nnext" not in body
-    assert body.count("<details>") == body.count("</details>") == 1
+    assert body.count("<details>") == body.count("</details>") == 2  # a symbol, the tests
 
 
 def test_render_cuts_whole_blocks_to_the_limit() -> None:
@@ -388,9 +392,9 @@ def test_render_cuts_whole_blocks_to_the_limit() -> None:
     comment = render_comment(report)
     assert len(comment) <= MAX_COMMENT_CHARS
     assert comment.startswith(COMMENT_MARKER)
-    shown = comment.count("<details>")
+    shown = comment.count("<details>") - 1  # the last block lists the tests to run
     assert 0 < shown < 2000
-    assert comment.count("</details>") == shown
+    assert comment.count("</details>") == shown + 1
     assert f"{2000 - shown} more changed symbols left out" in comment
 
 
@@ -574,12 +578,17 @@ def test_a_type_use_needs_an_update_when_the_type_goes_not_when_it_changes(
         assert caller["reason"].startswith("uses Order")
 
 
-def test_the_tests_to_run_are_separated_by_spaces() -> None:
-    report = dataclasses.replace(synthetic_report(1),
-                                 test_selection=("tests/test_a.py", "tests/test_b.py::test_c"))
+def test_the_tests_to_run_are_listed_with_their_reasons() -> None:
+    report = dataclasses.replace(
+        synthetic_report(1), test_selection=("tests/test_a.py", "tests/test_b.py::test_c"),
+        selection_details=(SelectedTest("tests/test_a.py", ("calls func",)),
+                           SelectedTest("tests/test_b.py::test_c", ("reaches func in 2 calls",))))
+    comment = render_comment(report).split("\n")
+    assert "<details><summary>Tests to run: 2</summary>" in comment
+    assert "- <code>tests/test\\_a.py</code> — calls func" in comment
+    assert "- <code>tests/test\\_b.py::test\\_c</code> — reaches func in 2 calls" in comment
     line = ("**Tests to run:** <code>tests/test\\_a.py</code> "
             "<code>tests/test\\_b.py::test\\_c</code>")
-    assert line in render_comment(report).split("\n")
     assert line in render_summary(report).split("\n")
 
 
@@ -631,3 +640,13 @@ def test_reading_a_class_member_needs_an_update_only_when_the_class_goes(
         assert (caller["path"], caller["line"], caller["needs_update"]) == (
             "shop/api.py", 5, flagged)
         assert "reads A, a member of shop.kinds.Kind" in caller["reason"]
+
+
+def test_run_everything_is_said_with_its_reason() -> None:
+    report = dataclasses.replace(synthetic_report(1), test_selection=("tests",),
+                                 run_everything="tests/conftest.py changed")
+    comment = render_comment(report)
+    assert "all tests to run" in comment.split("\n")[1]
+    assert ("**Tests to run:** all of them (<code>tests</code>): tests/conftest.py changed"
+            in comment.split("\n"))
+    assert "all of them: tests/conftest.py changed" in render_summary(report)

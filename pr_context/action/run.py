@@ -44,6 +44,7 @@ from pr_context.action.outputs import append_summary, write_outputs
 from pr_context.action.publish import publish_review, publishable
 from pr_context.action.settings import ActionRun, ActionSettings
 from pr_context.action.sticky import post_review
+from pr_context.coverage import CoverageInput
 from pr_context.embed import DEFAULT_MODEL, Embedder
 from pr_context.embed_onnx import GRAPH_VERSION
 from pr_context.errors import (
@@ -196,8 +197,8 @@ def run_action(settings: ActionSettings, env: ActionEnv, progress: Progress) -> 
 
 def _finish(record: ActionRun, settings: ActionSettings, env: ActionEnv,
             seconds: float) -> None:
-    outputs = {"evidence-path": "", "test-selection": "[]", "changed-symbols": "0",
-               "comment-url": record.comment_url, **record.outputs}
+    outputs = {"evidence-path": "", "test-selection": "[]", "run-everything": "false",
+               "changed-symbols": "0", "comment-url": record.comment_url, **record.outputs}
     outputs["comment-url"] = record.comment_url
     record.outputs = outputs
     write_outputs(env.output, outputs)
@@ -261,7 +262,7 @@ def _pull_revisions(settings: ActionSettings, env: ActionEnv, number: int, base_
                                "check out with fetch-depth: 0 for the PR's own changes")
         base = Sha(base_sha)
     return _PullRevisions(repo, base, Sha(head_sha),
-                          _review_options(settings, env, repo, Sha(base_sha)))
+                          _review_options(settings, env, repo, Sha(base_sha), record))
 
 
 def _review(settings: ActionSettings, env: ActionEnv, number: int, base_sha: str,
@@ -271,20 +272,37 @@ def _review(settings: ActionSettings, env: ActionEnv, number: int, base_sha: str
     report = review(pull.repo, pull.base, pull.head, settings.db, settings.out,
                     _embedder(settings, progress), progress, pull.options)
     report = dataclasses.replace(report, repository=env.repository)
+    if report.coverage_problem:
+        record.note("warning", f"coverage-file not used: {report.coverage_problem}")
     outputs = write_review(report, settings.out)
     append_summary(env.step_summary, render_summary(report))
     record.outputs.update({
         "evidence-path": str(outputs.evidence),
         "test-selection": json.dumps(list(report.test_selection)),
+        "run-everything": _bool(report.run_everything is not None),
         "changed-symbols": str(len(report.symbols))})
     return report
 
 
 def _review_options(settings: ActionSettings, env: ActionEnv, repo: Repository,
-                    base: Sha) -> ReviewOptions:
+                    base: Sha, record: ActionRun) -> ReviewOptions:
     config_text = _config_at(repo, base, settings.config)
+    # A cache that missed or holds stale data must not fail the review: the review runs
+    # without coverage evidence, with a notice (nothing cached yet) or a warning.
     return ReviewOptions(top_k=settings.top_k, link_base=env.repository_url,
-                         index_options=IndexOptions(config_text=config_text))
+                         index_options=IndexOptions(config_text=config_text),
+                         coverage=_coverage_input(settings, record), coverage_required=False)
+
+
+def _coverage_input(settings: ActionSettings, record: ActionRun) -> CoverageInput | None:
+    if not settings.coverage_file:
+        return None
+    path = settings.repo / settings.coverage_file
+    if not path.is_file():
+        record.note("notice", f"coverage-file {settings.coverage_file} is not there (no "
+                              "coverage cached yet?): reviewing without coverage evidence")
+        return None
+    return CoverageInput(path, settings.coverage_revision or None)
 
 
 def _config_at(repo: Repository, revision: Sha, path: str) -> str:

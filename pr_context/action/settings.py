@@ -44,6 +44,8 @@ class ActionSettings:
     skip_drafts: bool = True
     comment_when_empty: bool = False
     annotations: AnnotationLevel = "warning"  # findings on the diff, at this level
+    coverage_file: str = ""  # relative to the repository; "" for none
+    coverage_revision: str = ""  # "" for the PR's base
 
 
 @dataclass

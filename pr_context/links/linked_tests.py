@@ -1,24 +1,30 @@
-"""Linked tests: the test files that exercise a changed symbol, ranked best first.
+"""Linked tests: the test files that exercise a changed symbol, ranked for a reviewer.
 
-Signals, each in [0, 1] per test file, combined as a weighted sum (weights below):
+Ranked for precision, by the kind of evidence first, then by score (a weighted sum of
+the signals below), so evidence that is only statistical never outranks a call path:
 
-- ``graph``: a test function calls the symbol (``callers_of``; resolved calls count
-  fully, same-name candidates by their confidence); one hop away, a test calls a helper
-  in a test or test-support file, or takes a conftest fixture, that calls it; or the
-  test file imports the symbol, its class or its module.
-- ``naming``: the test file is named after the source file by its language's convention
-  (``test_x.py``/``x_test.py``, ``x_test.go``, ``XTest.java``, ``x.test.ts``/``x.spec.ts``).
-- ``cochange``: how often the source file and the test file changed in the same commit,
-  from the index's history (``n / (n + COCHANGE_HALF)``).
-- ``semantic``: the best cosine between the symbol's chunks and the test file's chunks;
-  a tie-breaker, and a fallback for a few files when nothing else links.
+1. **executed**: the user's coverage data (``--coverage``) says tests of the file ran
+   the symbol's body (``coverage``);
+2. **call path**: a test reaches the symbol through the call graph (``graph``: see
+   :mod:`pr_context.links.reach`), directly, through helpers, production functions or
+   fixtures; fewer calls first, then resolved before same-name candidates, then a file
+   named after the source file, then more tests of the file reaching it;
+3. **structure**: the test file imports the symbol, its class or its module (``graph``,
+   at ``IMPORT_STRENGTH``), or is named after its source file by the language's
+   convention (``naming``: ``test_x.py``/``x_test.py``, ``x_test.go``, ``XTest.java``,
+   ``x.test.ts``/``x.spec.ts``);
+4. **statistical**: the file changed together with the source file (``cochange``,
+   ``n / (n + COCHANGE_HALF)``) or reads like the symbol (``semantic``, the best cosine);
+   their reasons say "statistical".
 
-Pure: reads only the graph, the :class:`LinkIndex` and the corpus it is given.
+Evidence of kinds 3 and 4 is listed only for a symbol no test reaches by a call path
+(the graph cannot see how it is used): next to call paths it would crowd the short list
+with files that never run the symbol. Pure: reads only the graph, the
+:class:`LinkIndex`, the walk and the corpus it is given.
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -26,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from pr_context.changes import ChangedSymbol
-from pr_context.graph import SymbolGraph, callers_of
+from pr_context.coverage import SymbolCoverage
+from pr_context.graph import SymbolGraph
 from pr_context.links.evidence import (
     Evidence,
     LinkIndex,
@@ -34,23 +41,27 @@ from pr_context.links.evidence import (
     nearness_by_path,
     symbol_vector,
 )
+from pr_context.links.reach import Reach, Reached, Reacher, node_id, test_function
 from pr_context.parse.code_paths import absolute_module, module_path
 from pr_context.retrieve.corpus import SearchCorpus
 
 __all__ = [
     "COCHANGE_WEIGHT",
+    "COVERAGE_WEIGHT",
     "GRAPH_WEIGHT",
     "NAMING_WEIGHT",
-    "SELECTION_MIN_SCORE",
     "SEMANTIC_WEIGHT",
     "linked_tests",
-    "test_selection",
+    "naming_strength",
 ]
 
-# A test that calls the symbol is checkable evidence that it exercises it: the strongest.
+# Tests the user's own coverage run saw executing the symbol: measured, not inferred.
+COVERAGE_WEIGHT = 2.0
+# A test that calls the symbol is checkable evidence that it exercises it: the strongest
+# evidence pr-context infers.
 GRAPH_WEIGHT = 1.0
-# Through a helper or fixture the call is one step removed, and the helper serves tests
-# that may not care about the symbol.
+# Each call between the test and the symbol: a helper serves tests that may not care
+# about the symbol, and a longer path is likelier to take another branch.
 HOP_DECAY = 0.7
 # Importing the module (or the symbol) without a call we could resolve: dynamic use,
 # or a test of a sibling in the same module. Half of a resolved call.
@@ -72,12 +83,12 @@ SEMANTIC_WEIGHT = 0.15
 # real change edited in 22 % of symbols, the second and third in 4 % and 2 %.
 SEMANTIC_FALLBACK_MIN = 0.3
 SEMANTIC_FALLBACK_K = 1
-# Below this a linked file is listed but not selected to run (semantic-only, weak
-# cochange): running it would rarely catch a regression of this symbol.
-SELECTION_MIN_SCORE = 0.3
 
-_SIGNAL_WEIGHTS = {"graph": GRAPH_WEIGHT, "naming": NAMING_WEIGHT,
-                   "cochange": COCHANGE_WEIGHT, "semantic": SEMANTIC_WEIGHT}
+_SIGNAL_WEIGHTS = {"coverage": COVERAGE_WEIGHT, "graph": GRAPH_WEIGHT,
+                   "naming": NAMING_WEIGHT, "cochange": COCHANGE_WEIGHT,
+                   "semantic": SEMANTIC_WEIGHT}
+# Kinds of evidence, strongest first (the first sort key of the list).
+_EXECUTED, _CALL_PATH, _STRUCTURE, _STATISTICAL = range(4)
 _TEST_ROLE = "test"
 _SUPPORT_ROLES = frozenset({"test", "test_support"})
 _VERBS = {"call": "calls", "instantiation": "instantiates", "read": "reads"}
@@ -90,9 +101,12 @@ class _Finding:
     signal: str  # a key of _SIGNAL_WEIGHTS
     strength: float  # 0..1
     reason: str
+    kind: int  # _EXECUTED .. _STATISTICAL
     test: TestDef | None = None  # the test function the link runs through
     line: int = 1
-    call: bool = False  # a call site, resolved or one hop away (not an import)
+    node_ids: tuple[str, ...] = ()  # the tests it names (empty: the whole file)
+    hops: int = 0  # calls between the test and the symbol (call paths)
+    candidate: bool = False  # a same-name candidate is on the path
 
 
 def linked_tests(
@@ -102,115 +116,95 @@ def linked_tests(
     touched_paths: set[str],
     corpus: SearchCorpus | None = None,
     head_paths: set[str] | None = None,
+    reach: Reach | None = None,
+    covered: SymbolCoverage | None = None,
+    coverage_label: str = "coverage",
 ) -> list[Evidence]:
     """Test files linked to ``change``, best first, one item per file.
 
     ``graph``, ``index`` and ``corpus`` are of the revision that holds the symbol: head,
-    or base for a removed symbol. ``head_paths`` (the files that exist at head) drops
-    tests the PR deleted; None keeps all.
+    or base for a removed symbol; ``reach`` is its walk (made here when None).
+    ``head_paths`` (the files that exist at head) drops tests the PR deleted; None keeps
+    all. ``covered`` is what the user's coverage data says of the symbol.
     """
-    findings = [*_graph_findings(change, graph, index), *_import_findings(change, graph, index)]
-    # A test helper is linked to the tests that use it: test files change together and
-    # read alike because they test one feature, which says nothing about this helper.
-    if index.roles.get(change.path) not in _SUPPORT_ROLES:
-        findings += [*_naming_findings(change, index), *_cochange_findings(change, index)]
-        findings += _semantic_findings(change, index, corpus, {f.path for f in findings})
+    walk = reach if reach is not None else Reacher(graph, index).reach(change.qualified_name)
+    findings = [f for f in [*_coverage_findings(change, covered, coverage_label),
+                            *_reach_findings(change, walk)]
+                if head_paths is None or f.path in head_paths]
+    if not findings:
+        findings += _import_findings(change, graph, index)
+        # A test helper is linked only to the tests that use it: test files change
+        # together and read alike because they test one feature.
+        if index.roles.get(change.path) not in _SUPPORT_ROLES:
+            findings += [*_naming_findings(change, index), *_cochange_findings(change, index)]
+            findings += _semantic_findings(change, index, corpus, {f.path for f in findings})
     by_path: dict[str, list[_Finding]] = defaultdict(list)
     for f in findings:
         if head_paths is None or f.path in head_paths:
             by_path[f.path].append(f)
-    items = [_evidence(path, found, index, touched_paths) for path, found in by_path.items()]
-    return sorted(items, key=lambda e: (-e.score, e.path))
+    naming = {p for p in by_path if naming_strength(PurePosixPath(change.path),
+                                                    PurePosixPath(p))}
+    ranked = sorted(by_path.items(), key=lambda item: _order(item[0], item[1], naming))
+    return [_evidence(path, found, index, touched_paths) for path, found in ranked]
 
 
-def test_selection(all_linked: Iterable[Evidence],
-                   min_score: float = SELECTION_MIN_SCORE) -> list[str]:
-    """Test files (pytest node ids where resolvable) to run, in order of first listing.
-
-    Files the PR touched are always selected; others need ``min_score``. A file whose
-    link runs through named test functions is selected as those functions.
-    """
-    selected: dict[str, None] = {}
-    for item in all_linked:
-        if item.score >= min_score or item.touched_in_pr:
-            for target in item.node_ids or (item.path,):
-                selected.setdefault(target, None)
-    file_wide = {t for t in selected if "::" not in t}
-    return [t for t in selected if "::" not in t or t.split("::", 1)[0] not in file_wide]
+def _order(path: str, found: list[_Finding], naming: set[str]) -> tuple[object, ...]:
+    kind = min(f.kind for f in found)
+    best = [f for f in found if f.kind == kind]
+    hops = min((f.hops for f in best), default=0)
+    resolved = any(not f.candidate for f in best if f.hops == hops)
+    strength = max(_SIGNAL_WEIGHTS[f.signal] * f.strength for f in best)
+    reaching = len({n for f in best for n in f.node_ids} or {path})
+    return (kind, hops, not resolved, -round(strength, 4), path not in naming, -reaching,
+            path)
 
 
-# -- graph ----------------------------------------------------------------------------------
+# -- coverage and call paths ----------------------------------------------------------------
 
 
-def _graph_findings(change: ChangedSymbol, graph: SymbolGraph,
-                    index: LinkIndex) -> Iterator[_Finding]:
-    for caller in callers_of(graph, change.qualified_name):
-        role = index.roles.get(caller.path)
-        if role not in _SUPPORT_ROLES:
-            continue
-        test = _test_function(index, caller.path, caller.enclosing)
-        if role == _TEST_ROLE:
-            where = _node_id(test) if test else caller.path
-            verb = _VERBS.get(caller.kind, "uses")
-            yield _Finding(caller.path, "graph", caller.confidence,
-                           f"{where} {verb} {change.symbol} (line {caller.line})",
-                           test, caller.line, call=True)
-        if test is None and caller.enclosing:
-            yield from _hop_findings(change, graph, index, caller.enclosing,
-                                     caller.confidence * HOP_DECAY)
-
-
-def _hop_findings(change: ChangedSymbol, graph: SymbolGraph, index: LinkIndex,
-                  helper: str, strength: float) -> Iterator[_Finding]:
-    """Tests that call ``helper`` (which calls the symbol), or take it as a fixture."""
-    short = helper.rsplit(".", 1)[-1]
-    for caller in callers_of(graph, helper):
-        test = _test_function(index, caller.path, caller.enclosing)
-        if index.roles.get(caller.path) == _TEST_ROLE and test is not None:
-            yield _Finding(caller.path, "graph", strength * caller.confidence,
-                           f"{_node_id(test)} calls {short} (line {caller.line}), "
-                           f"which calls {change.symbol}", test, caller.line, call=True)
-    helper_path = _path_of(index, helper)
-    if helper_path is None or PurePosixPath(helper_path).name != "conftest.py":
+def _coverage_findings(change: ChangedSymbol, covered: SymbolCoverage | None,
+                       label: str) -> Iterator[_Finding]:
+    if covered is None or covered.status != "executed":
         return
-    for test in _fixture_users(index, helper_path, short):
-        yield _Finding(test.path, "graph", strength,
-                       f"{_node_id(test)} uses fixture {short} ({helper_path}), "
-                       f"which calls {change.symbol}", test, test.start_line, call=True)
+    by_file: dict[str, list[str]] = defaultdict(list)
+    for test in covered.tests:
+        by_file[test.split("::", 1)[0]].append(test)
+    for path, tests in by_file.items():
+        more = f" and {len(tests) - 1} more test(s) of the file" if len(tests) > 1 else ""
+        yield _Finding(path, "coverage", 1.0, f"{tests[0]}{more} ran {change.symbol} "
+                       f"({label})", _EXECUTED, node_ids=tuple(tests))
 
 
-def _fixture_users(index: LinkIndex, conftest: str, fixture: str) -> Iterator[TestDef]:
-    scope = posixpath.dirname(conftest)
-    for path, defs in index.test_defs.items():
-        in_scope = not scope or path.startswith(scope + "/")
-        if in_scope and index.roles.get(path) == _TEST_ROLE:
-            yield from (d for d in defs if _is_test(d) and fixture in d.parameters)
+def _reach_findings(change: ChangedSymbol, walk: Reach) -> Iterator[_Finding]:
+    for reached in walk.tests:
+        strength = round(reached.confidence * HOP_DECAY ** (reached.hops - 1), 4)
+        ids = (node_id(reached.test),) if reached.test and reached.path.endswith(".py") \
+            and reached.how != "module" else ()
+        yield _Finding(reached.path, "graph", strength, _reach_reason(change, reached),
+                       _CALL_PATH, reached.test, reached.line, ids, reached.hops,
+                       reached.candidate)
 
 
-def _path_of(index: LinkIndex, qualified_name: str) -> str | None:
-    return next((d.path for defs in index.test_defs.values() for d in defs
-                 if d.qualified_name == qualified_name), None)
-
-
-def _test_function(index: LinkIndex, path: str, enclosing: str | None) -> TestDef | None:
-    """The test function (or method) whose body holds ``enclosing``, if any."""
-    defs = {d.qualified_name: d for d in index.test_defs.get(path, ())}
-    current = defs.get(enclosing or "")
-    while current is not None and not _is_test(current):
-        current = defs.get(current.parent or "")
-    return current
-
-
-def _is_test(d: TestDef) -> bool:
-    if d.kind not in ("function", "method"):
-        return False
-    return bool(re.match(r"(?i)test", d.name)) or d.name.startswith(("it", "should"))
-
-
-def _node_id(test: TestDef) -> str:
-    """``path::Class::name`` for a method, ``path::name`` for a function."""
-    parent = test.parent.rsplit(".", 1)[-1] if test.parent and test.kind == "method" else None
-    return "::".join(p for p in (test.path, parent, test.name) if p)
+def _reach_reason(change: ChangedSymbol, reached: Reached) -> str:
+    """``tests/t.py::test_a calls helper (line 4), which calls parse``, and so on."""
+    where = node_id(reached.test) if reached.test else reached.path
+    chain = [*reached.via, change.symbol]
+    first = chain[0]
+    if reached.how == "fixture":
+        text = f"{where} takes fixture {first}"
+    elif reached.how == "setup":
+        text = f"{where}: its class's setup {first}"
+    elif reached.how == "module":
+        text = f"{where} runs {first} at import or through a test hook (line {reached.line})"
+    else:
+        text = f"{where} {_VERBS.get(reached.verb, 'uses')} {first} (line {reached.line})"
+    if len(chain) == 2:
+        text += f", which calls {chain[1]}"
+    elif len(chain) > 2:
+        text += f", which reaches {change.symbol} through {' → '.join(chain[1:-1])}"
+    if reached.candidate:
+        text += " (a same-name candidate on the way: the receiver's class is unknown)"
+    return text
 
 
 # -- imports --------------------------------------------------------------------------------
@@ -230,7 +224,8 @@ def _import_findings(change: ChangedSymbol, graph: SymbolGraph,
             full = f"{target}.{imp.name}" if imp.name and imp.name != "*" else target
             if _names_symbol(full, module, change.qualified_name):
                 yield _Finding(path, "graph", IMPORT_STRENGTH,
-                               f"{path} imports {full} (line {imp.line})", None, imp.line)
+                               f"{path} imports {full} (line {imp.line})", _STRUCTURE,
+                               line=imp.line)
                 break
 
 
@@ -255,7 +250,7 @@ def _naming_findings(change: ChangedSymbol, index: LinkIndex) -> Iterator[_Findi
             strength = naming_strength(source, PurePosixPath(path))
             if strength:
                 yield _Finding(path, "naming", strength,
-                               f"{path} is named after {change.path}")
+                               f"{path} is named after {change.path}", _STRUCTURE)
 
 
 def naming_strength(source: PurePosixPath, test: PurePosixPath) -> float:
@@ -286,8 +281,8 @@ def _cochange_findings(change: ChangedSymbol, index: LinkIndex) -> Iterator[_Fin
     for path, commits in together.items():
         if index.roles.get(path) == _TEST_ROLE and commits >= COCHANGE_MIN_COMMITS:
             yield _Finding(path, "cochange", commits / (commits + COCHANGE_HALF),
-                           f"{path} changed together with {change.path} in {commits} "
-                           "recent commit(s)")
+                           f"statistical: {path} changed together with {change.path} in "
+                           f"{commits} recent commit(s)", _STATISTICAL)
 
 
 def _semantic_findings(change: ChangedSymbol, index: LinkIndex, corpus: SearchCorpus | None,
@@ -313,11 +308,11 @@ def _semantic_finding(change: ChangedSymbol, index: LinkIndex, path: str, cosine
     """The file's closest chunk, named by the test function holding it when there is one."""
     around = [d for d in index.test_defs.get(path, ()) if d.start_line <= line <= d.end_line]
     innermost = max(around, key=lambda d: d.start_line, default=None)
-    test = _test_function(index, path, innermost.qualified_name) if innermost else None
-    where = _node_id(test) if test else path
+    test = test_function(index, path, innermost.qualified_name) if innermost else None
+    where = node_id(test) if test else path
     return _Finding(path, "semantic", round(max(cosine, 0.0), 3),
-                    f"{where} reads like {change.symbol} (cosine {cosine:.2f})", test,
-                    line)
+                    f"statistical: {where} reads like {change.symbol} (cosine {cosine:.2f})",
+                    _STATISTICAL, test, line)
 
 
 # -- one item per file ----------------------------------------------------------------------
@@ -326,14 +321,17 @@ def _semantic_finding(change: ChangedSymbol, index: LinkIndex, path: str, cosine
 def _evidence(path: str, found: list[_Finding], index: LinkIndex,
               touched_paths: set[str]) -> Evidence:
     signals = _signals(found)
-    best = max(found, key=lambda f: (_SIGNAL_WEIGHTS[f.signal] * f.strength, -f.line))
+    kind = min(f.kind for f in found)
+    strongest = [f for f in found if f.kind == kind]
+    best = max(strongest, key=lambda f: (_SIGNAL_WEIGHTS[f.signal] * f.strength, -f.hops,
+                                         -f.line))
     lines = (best.test.start_line, best.test.end_line) if best.test else (best.line, best.line)
     return Evidence(
         path=path, symbol=best.test.qualified_name if best.test else None,
         role=index.roles.get(path, _TEST_ROLE), start_line=lines[0], end_line=lines[1],
         score=round(sum(_SIGNAL_WEIGHTS[k] * v for k, v in signals.items()), 4),
         signals=signals, reason=best.reason, touched_in_pr=path in touched_paths,
-        node_ids=_node_ids(path, found))
+        node_ids=_node_ids(path, strongest))
 
 
 def _signals(found: Iterable[_Finding]) -> dict[str, float]:
@@ -343,15 +341,13 @@ def _signals(found: Iterable[_Finding]) -> dict[str, float]:
     return signals
 
 
-def _node_ids(path: str, found: Iterable[_Finding]) -> tuple[str, ...]:
-    """pytest node ids of the test functions whose calls link a Python file.
+def _node_ids(path: str, found: list[_Finding]) -> tuple[str, ...]:
+    """pytest node ids of the tests that link a Python file by a run or a call path.
 
-    None when a call sits outside any test function (module level, a helper nothing
-    named calls): then the whole file is selected.
+    Empty when one link runs outside any test function (at import, through a hook), or
+    the link is no call path: then the whole file is meant.
     """
-    if not path.endswith(".py"):
+    if not path.endswith(".py") or not found or found[0].kind > _CALL_PATH \
+            or any(not f.node_ids for f in found):
         return ()
-    calls = [f for f in found if f.call]
-    if not calls or any(f.test is None for f in calls):
-        return ()
-    return tuple(sorted({_node_id(f.test) for f in calls if f.test is not None}))
+    return tuple(sorted({n for f in found for n in f.node_ids}))

@@ -59,6 +59,8 @@ def change_impact(workspace: Workspace, view: View, base: str, head: str,
                     "category": category, "revision": label(e.revision, e.path)}))
     selection = list(report.test_selection)
     notes = list(report.notes)
+    if report.run_everything is not None:
+        notes.append(f"run every test ({' '.join(selection)}): {report.run_everything}")
     if len(selection) > MAX_TEST_SELECTION:
         notes.append(f"{len(selection) - MAX_TEST_SELECTION} more tests to run are not "
                      "listed: run the whole suite")

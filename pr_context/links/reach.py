@@ -1,0 +1,300 @@
+"""Which tests reach a changed symbol through the call graph, and by how many calls.
+
+A breadth-first walk from the symbol up its callers (:func:`pr_context.graph.callers_of`:
+resolved calls, instantiations and attribute uses, plus the same-name candidates a
+dynamic call, an override or an unbound name may be), through production functions,
+test helpers and pytest fixtures, until it meets test functions:
+
+- a caller inside a test function reaches that test (a leaf: nothing calls tests);
+- a caller in any other function (production code, a helper, a fixture) is walked on;
+  a fixture also reaches the tests and fixtures that take it as a parameter within its
+  scope (its own file, or a conftest's directory), every test in scope when it is
+  ``autouse``;
+- a caller at module level (or in a class body) runs when its file is imported: a test
+  file's whole module, or, for production code, whoever imports it (:attr:`Reach.imported`,
+  left to the import closure);
+- a type use (an annotation) runs nothing and is not walked; in a test function, next to
+  the symbol, it still says what the test holds.
+
+A dunder method (``__eq__``, ``__iter__``: called by syntax, never by name) or a property
+(read as an attribute) is also reached from wherever its class, or a subclass, is
+instantiated. Pure: reads the graph and the :class:`LinkIndex` only.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from pr_context.graph import Caller, SymbolGraph, callers_of
+from pr_context.graph.tables import CLASS_KINDS
+from pr_context.links.evidence import LinkIndex, TestDef
+
+__all__ = ["MAX_WALK", "Reach", "Reached", "Reacher", "is_test", "node_id", "test_function"]
+
+# Definitions walked per symbol: past this the symbol is reached from nearly everywhere
+# (a core helper of the library), and the walk stops as "wide" (see Reach.wide).
+MAX_WALK = 5_000
+_TEST_ROLE = "test"
+_SUPPORT_ROLES = frozenset({"test", "test_support"})
+_INSTANTIATING = frozenset({"call", "instantiation"})
+_FIXTURE_DECORATOR = re.compile(r"@(?:pytest\.)?fixture\b")
+_AUTOUSE = re.compile(r"\bautouse\s*=\s*True\b")
+
+
+@dataclass(frozen=True)
+class Reached:
+    """A test that reaches the symbol: ``hops`` calls away (1: it calls it itself)."""
+
+    path: str
+    test: TestDef | None  # None: the test file's module level (the whole file)
+    hops: int
+    confidence: float  # the product of the calls' confidences along the path
+    via: tuple[str, ...]  # short names between the test and the symbol, the test's first
+    line: int  # the site in the test file
+    # "call"; "fixture" (takes a fixture that reaches it); "setup" (its class's setUp or a
+    # framework hook reaches it); "module" (the file's import or a hook runs it: whole file)
+    how: str
+    candidate: bool = False  # some step is only a same-name candidate
+    verb: str = "call"  # what the test's own site does: call, instantiation, attribute, read
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Everything one walk found."""
+
+    tests: tuple[Reached, ...]
+    imported: frozenset[str] = frozenset()  # production files running it at import
+    wide: bool = False  # stopped after MAX_WALK definitions
+    walked: int = 0
+
+
+@dataclass(frozen=True)
+class _Step:
+    name: str  # qualified name of a definition to walk up from
+    hops: int
+    confidence: float
+    via: tuple[str, ...]
+    candidate: bool
+
+
+@dataclass
+class Reacher:
+    """Walks callers for every symbol of one revision, each definition's callers once."""
+
+    graph: SymbolGraph
+    index: LinkIndex
+    _callers: dict[str, list[Caller]] = field(default_factory=dict)
+    _tests: dict[str, dict[str, TestDef]] = field(default_factory=dict)
+    _subclasses: dict[str, list[str]] | None = None
+
+    def reach(self, qualified_name: str, first: list[Caller] | None = None) -> Reach:
+        """The tests reaching ``qualified_name``; ``first`` replaces its own callers
+        (the readers of a module-level variable)."""
+        start = _Step(qualified_name, 0, 1.0, (), False)
+        queue = deque([start, *self._implicit_starts(qualified_name)])
+        seen = {s.name for s in queue}
+        found: dict[tuple[str, str | None, str], Reached] = {}
+        imported: set[str] = set()
+        walked = 0
+        while queue:
+            step = queue.popleft()
+            walked += 1
+            if walked > MAX_WALK:
+                return Reach(tuple(found.values()), frozenset(imported), True, walked)
+            callers = first if first is not None and step is start else self.callers(step.name)
+            users = list(self._fixture_users(step))
+            if not callers and not users:
+                users = list(self._run_by_framework(step))
+            for item in [*self._from_callers(step, callers, imported), *users]:
+                if isinstance(item, Reached):
+                    _keep(found, item)
+                elif item.name not in seen:
+                    seen.add(item.name)
+                    queue.append(item)
+        return Reach(tuple(found.values()), frozenset(imported), False, walked)
+
+    def callers(self, qualified_name: str) -> list[Caller]:
+        if qualified_name not in self._callers:
+            self._callers[qualified_name] = callers_of(self.graph, qualified_name)
+        return self._callers[qualified_name]
+
+    def test_function(self, path: str, enclosing: str | None) -> TestDef | None:
+        """The test function (or method) whose body holds ``enclosing``, if any."""
+        if path not in self._tests:
+            self._tests[path] = {d.qualified_name: d for d in self.index.test_defs.get(path, ())}
+        return _enclosing_test(self._tests[path], enclosing)
+
+    # -- one step -------------------------------------------------------------------------
+
+    def _from_callers(self, step: _Step, callers: list[Caller],
+                      imported: set[str]) -> Iterator[Reached | _Step]:
+        for caller in callers:
+            role = self.index.roles.get(caller.path)
+            test = self.test_function(caller.path, caller.enclosing) \
+                if role == _TEST_ROLE else None
+            if caller.kind == "type" and (test is None or step.hops):
+                continue  # an annotation runs nothing; a test's own one says what it holds
+            hops, confidence = step.hops + 1, round(step.confidence * caller.confidence, 4)
+            candidate = step.candidate or caller.how != "graph"
+            if test is not None:
+                yield Reached(caller.path, test, hops, confidence, step.via, caller.line,
+                              "call", candidate, caller.kind)
+            elif self._at_import(caller):
+                if role == _TEST_ROLE:
+                    yield Reached(caller.path, None, hops, confidence, step.via, caller.line,
+                                  "module", candidate)
+                else:
+                    imported.add(caller.path)
+            elif caller.enclosing:
+                short = caller.enclosing.rsplit(".", 1)[-1]
+                yield _Step(caller.enclosing, hops, confidence, (short, *step.via), candidate)
+
+    def _at_import(self, caller: Caller) -> bool:
+        """Module level, or a class body: it runs when the file is imported."""
+        if caller.enclosing is None:
+            return True
+        d = self.graph.tables.definitions.get(caller.enclosing)
+        return d is not None and d.kind in CLASS_KINDS
+
+    def _fixture_users(self, step: _Step) -> Iterator[Reached | _Step]:
+        """Tests and fixtures that take the fixture ``step.name`` as a parameter."""
+        d = self.graph.tables.definitions.get(step.name)
+        if d is None or self.index.roles.get(d.path) not in _SUPPORT_ROLES \
+                or not self._is_fixture(d.path, d.start_line):
+            return
+        autouse = self._autouse(d.path, d.start_line)
+        scope = _fixture_scope(d.path)
+        for path, defs in self.index.test_defs.items():
+            if not (path == d.path or (scope is not None and _within(path, scope))):
+                continue
+            for other in defs:
+                if other.qualified_name == d.qualified_name or other.kind not in (
+                        "function", "method"):
+                    continue
+                if not (autouse or d.name in other.parameters):
+                    continue
+                if is_test(other) and self.index.roles.get(path) == _TEST_ROLE:
+                    yield Reached(path, other, step.hops + 1, step.confidence, step.via,
+                                  other.start_line, "fixture", step.candidate)
+                elif d.name in other.parameters and self._is_fixture(path, other.start_line):
+                    yield _Step(other.qualified_name, step.hops + 1, step.confidence,
+                                (other.name, *step.via), step.candidate)
+
+    def _run_by_framework(self, step: _Step) -> Iterator[Reached]:
+        """A function of a test file or conftest that nothing calls runs only through the
+        test framework (``setUp``, ``setup_method``, a hook, a fixture named in a string):
+        its class's tests, or every test of its file or, for a conftest, of its directory."""
+        d = self.graph.tables.definitions.get(step.name)
+        if d is None or step.hops == 0 or self.index.roles.get(d.path) not in _SUPPORT_ROLES:
+            return
+        parent = self.graph.tables.definitions.get(d.parent or "")
+        if parent is not None and parent.kind in CLASS_KINDS:
+            members = [t for t in self.index.test_defs.get(d.path, ())
+                       if t.parent == parent.qualified_name and is_test(t)]
+            yield from (Reached(d.path, t, step.hops + 1, step.confidence, step.via,
+                                t.start_line, "setup", step.candidate) for t in members)
+            return
+        scope = _fixture_scope(d.path)
+        paths = [d.path] if scope is None else [
+            p for p in self.index.test_defs if _within(p, scope)]
+        yield from (Reached(p, None, step.hops + 1, step.confidence, step.via, 1, "module",
+                            step.candidate)
+                    for p in paths if self.index.roles.get(p) == _TEST_ROLE)
+
+    def _decorators(self, path: str, start_line: int) -> str:
+        lines = self.graph.tables.lines.get(path, {})
+        text = []
+        for number in range(start_line, start_line + 20):
+            line = lines.get(number, "")
+            if line.lstrip().startswith(("def ", "async def ")):
+                break
+            text.append(line)
+        return "\n".join(text)
+
+    def _is_fixture(self, path: str, start_line: int) -> bool:
+        return bool(_FIXTURE_DECORATOR.search(self._decorators(path, start_line)))
+
+    def _autouse(self, path: str, start_line: int) -> bool:
+        return bool(_AUTOUSE.search(self._decorators(path, start_line)))
+
+    # -- dunders and properties -----------------------------------------------------------
+
+    def _implicit_starts(self, qualified_name: str) -> list[_Step]:
+        """The class (and its subclasses) of a method Python calls by syntax."""
+        d = self.graph.tables.definitions.get(qualified_name)
+        if d is None or d.kind != "method" or d.parent is None:
+            return []
+        implicit = (d.name.startswith("__") and d.name.endswith("__")) or (
+            "@property" in self._decorators(d.path, d.start_line)
+            or ".setter" in self._decorators(d.path, d.start_line))
+        if not implicit:
+            return []
+        classes = [d.parent, *self._subclasses_of(d.parent)]
+        return [_Step(c, 0, 1.0, (), False) for c in classes
+                if c in self.graph.tables.definitions]
+
+    def _subclasses_of(self, cls: str) -> list[str]:
+        if self._subclasses is None:
+            below: dict[str, list[str]] = {}
+            for sub, bases in self.graph.tables.bases.items():
+                for base in bases:
+                    below.setdefault(base, []).append(sub)
+            self._subclasses = below
+        found, queue = [], list(self._subclasses.get(cls, ()))
+        while queue:
+            sub = queue.pop()
+            if sub not in found:
+                found.append(sub)
+                queue.extend(self._subclasses.get(sub, ()))
+        return found
+
+
+def _keep(found: dict[tuple[str, str | None, str], Reached], item: Reached) -> None:
+    """One Reached per test: the shortest, most confident path."""
+    key = (item.path, item.test.qualified_name if item.test else None, item.how)
+    best = found.get(key)
+    if best is None or (item.hops, -item.confidence) < (best.hops, -best.confidence):
+        found[key] = item
+
+
+def _fixture_scope(path: str) -> str | None:
+    """The directory a conftest's fixtures serve ("" for the root); None elsewhere."""
+    if PurePosixPath(path).name != "conftest.py":
+        return None
+    return posixpath.dirname(path)
+
+
+def _within(path: str, scope: str) -> bool:
+    return not scope or path.startswith(scope + "/")
+
+
+def test_function(index: LinkIndex, path: str, enclosing: str | None) -> TestDef | None:
+    """The test function (or method) of ``path`` whose body holds ``enclosing``, if any."""
+    return _enclosing_test({d.qualified_name: d for d in index.test_defs.get(path, ())},
+                           enclosing)
+
+
+def _enclosing_test(defs: dict[str, TestDef], enclosing: str | None) -> TestDef | None:
+    current = defs.get(enclosing or "")
+    while current is not None and not is_test(current):
+        current = defs.get(current.parent or "")
+    return current
+
+
+def is_test(d: TestDef) -> bool:
+    """A test function or method by pytest's (and JavaScript's ``it``) naming."""
+    if d.kind not in ("function", "method"):
+        return False
+    return bool(re.match(r"(?i)test", d.name)) or d.name.startswith(("it", "should"))
+
+
+def node_id(test: TestDef) -> str:
+    """``path::Class::name`` for a method, ``path::name`` for a function."""
+    parent = test.parent.rsplit(".", 1)[-1] if test.parent and test.kind == "method" else None
+    return "::".join(p for p in (test.path, parent, test.name) if p)
+
