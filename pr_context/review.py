@@ -237,7 +237,8 @@ def _selection(tests: list[SymbolTests], head: IndexSide, pr: _PrDiff, roles: Ma
     changed_tests = [p for p in pr.added if roles.get(p) == "test"]
     modules = module_changes(pr.added, pr.removed, roles, base, head_sha, sources.text)
     selection = select_tests(tests, head.links, head.imports, pr.paths, changed_tests,
-                             modules, coverage.tests_changed_since if coverage else ())
+                             modules, coverage.tests_changed_since if coverage else (),
+                             instances=coverage.instances if coverage else None)
     kept = tuple(i for i in selection.items if selection.run_everything
                  or i.target.split("::", 1)[0] in head.links.roles)
     return dataclasses.replace(selection, items=kept)
@@ -437,7 +438,8 @@ def _analyse_all(
         covered = coverage.symbols.get(coverage_key(change)) if coverage else None
         label = coverage.label if coverage else "coverage"
         linked = linked_tests(change, holder.graph, holder.links, set(pr.paths),
-                              holder.corpus, set(head.links.roles), walk, covered, label)
+                              holder.corpus, set(head.links.roles), walk, covered, label,
+                              coverage.test_files if coverage else frozenset())
         vector = symbol_vector(holder.corpus, change.qualified_name)
         docs = stale_docs(change, head.links, set(pr.paths), head.corpus, vector)
         tests.append(SymbolTests(change.symbol, change.old_path or change.path, walk,

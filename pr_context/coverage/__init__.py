@@ -21,7 +21,7 @@ Nothing here runs the repository's code; the file is only read.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -82,6 +82,13 @@ class MeasuredCoverage:
     # test files added or changed between that commit and the base: the data cannot
     # know what they execute
     tests_changed_since: tuple[str, ...] = ()
+    # test function (node id without parameters) -> how many tests of it the data holds
+    instances: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def test_files(self) -> frozenset[str]:
+        """The test files the data saw running (some of) the measured code."""
+        return frozenset(t.split("::", 1)[0] for t in self.instances)
 
     @property
     def label(self) -> str:
@@ -112,7 +119,12 @@ def measure_symbols(repo: Repository, given: CoverageInput, measured_rev: Sha, b
         placement = _place(repo, reader, measured_rev, base, given.path, tests)
         lookup = _Lookup(reader, repo, placement, node_ids)
         symbols = {w.key: lookup.symbol(w) for w in wanted}
-    return MeasuredCoverage(given.path.name, measured_rev, symbols, placement.changed_tests)
+    instances: dict[str, int] = {}
+    for node in set(node_ids.values()):
+        function = node.split("[", 1)[0]
+        instances[function] = instances.get(function, 0) + 1
+    return MeasuredCoverage(given.path.name, measured_rev, symbols, placement.changed_tests,
+                            instances)
 
 
 def _node_ids(reader: CoverageReader, tests: SuiteFiles, path: Path) -> dict[int, str]:

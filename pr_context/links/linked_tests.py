@@ -17,9 +17,12 @@ the signals below), so evidence that is only statistical never outranks a call p
    ``n / (n + COCHANGE_HALF)``) or reads like the symbol (``semantic``, the best cosine);
    their reasons say "statistical".
 
-Evidence of kinds 3 and 4 is listed only for a symbol no test reaches by a call path
-(the graph cannot see how it is used): next to call paths it would crowd the short list
-with files that never run the symbol. Pure: reads only the graph, the
+Weaker evidence is listed only where nothing stronger is: a call path that only reaches
+objects of the symbol's class (a method called without its name, see
+:mod:`pr_context.links.reach`) only when no test reaches the symbol itself, and evidence
+of kinds 3 and 4 only for a symbol no test reaches by a call path (the graph cannot see
+how it is used): next to stronger evidence they would crowd the short list with files
+that never run the symbol. The test selection keeps them all. Pure: reads only the graph, the
 :class:`LinkIndex`, the walk and the corpus it is given.
 """
 
@@ -107,6 +110,7 @@ class _Finding:
     node_ids: tuple[str, ...] = ()  # the tests it names (empty: the whole file)
     hops: int = 0  # calls between the test and the symbol (call paths)
     candidate: bool = False  # a same-name candidate is on the path
+    implicit: bool = False  # only through its class's objects (see reach)
 
 
 def linked_tests(
@@ -119,17 +123,25 @@ def linked_tests(
     reach: Reach | None = None,
     covered: SymbolCoverage | None = None,
     coverage_label: str = "coverage",
+    measured_files: frozenset[str] = frozenset(),
 ) -> list[Evidence]:
     """Test files linked to ``change``, best first, one item per file.
 
     ``graph``, ``index`` and ``corpus`` are of the revision that holds the symbol: head,
     or base for a removed symbol; ``reach`` is its walk (made here when None).
     ``head_paths`` (the files that exist at head) drops tests the PR deleted; None keeps
-    all. ``covered`` is what the user's coverage data says of the symbol.
+    all. ``covered`` is what the user's coverage data says of the symbol, and
+    ``measured_files`` the test files that data saw running: a call path from one of those
+    files that the data contradicts (it did not run the symbol) is left out.
     """
     walk = reach if reach is not None else Reacher(graph, index).reach(change.qualified_name)
-    findings = [f for f in [*_coverage_findings(change, covered, coverage_label),
-                            *_reach_findings(change, walk)]
+    ran = {t.split("::", 1)[0] for t in covered.tests} if covered is not None and \
+        covered.status != "not_measured" else None
+    paths = [f for f in _reach_findings(change, walk)
+             if ran is None or f.path in ran or f.path not in measured_files]
+    if any(not f.implicit for f in paths):
+        paths = [f for f in paths if not f.implicit]
+    findings = [f for f in [*_coverage_findings(change, covered, coverage_label), *paths]
                 if head_paths is None or f.path in head_paths]
     if not findings:
         findings += _import_findings(change, graph, index)
@@ -151,12 +163,15 @@ def linked_tests(
 def _order(path: str, found: list[_Finding], naming: set[str]) -> tuple[object, ...]:
     kind = min(f.kind for f in found)
     best = [f for f in found if f.kind == kind]
-    hops = min((f.hops for f in best), default=0)
-    resolved = any(not f.candidate for f in best if f.hops == hops)
-    strength = max(_SIGNAL_WEIGHTS[f.signal] * f.strength for f in best)
-    reaching = len({n for f in best for n in f.node_ids} or {path})
-    return (kind, hops, not resolved, -round(strength, 4), path not in naming, -reaching,
-            path)
+    # a call path to the symbol itself before one that only reaches its class's objects
+    only_objects = all(f.implicit for f in best)
+    direct = [f for f in best if f.implicit == only_objects]
+    hops = min(f.hops for f in direct)
+    resolved = any(not f.candidate for f in direct if f.hops == hops)
+    strength = max(_SIGNAL_WEIGHTS[f.signal] * f.strength for f in direct)
+    reaching = len({n for f in direct for n in f.node_ids} or {path})
+    return (kind, only_objects, hops, not resolved, -round(strength, 4), path not in naming,
+            -reaching, path)
 
 
 # -- coverage and call paths ----------------------------------------------------------------
@@ -182,7 +197,7 @@ def _reach_findings(change: ChangedSymbol, walk: Reach) -> Iterator[_Finding]:
             and reached.how != "module" else ()
         yield _Finding(reached.path, "graph", strength, _reach_reason(change, reached),
                        _CALL_PATH, reached.test, reached.line, ids, reached.hops,
-                       reached.candidate)
+                       reached.candidate, reached.through is not None)
 
 
 def _reach_reason(change: ChangedSymbol, reached: Reached) -> str:
@@ -198,10 +213,14 @@ def _reach_reason(change: ChangedSymbol, reached: Reached) -> str:
         text = f"{where} runs {first} at import or through a test hook (line {reached.line})"
     else:
         text = f"{where} {_VERBS.get(reached.verb, 'uses')} {first} (line {reached.line})"
-    if len(chain) == 2:
+    if len(chain) == 2 and not reached.through:
         text += f", which calls {chain[1]}"
     elif len(chain) > 2:
         text += f", which reaches {change.symbol} through {' → '.join(chain[1:-1])}"
+    if reached.through:
+        text += (f"; it holds {reached.through} objects, whose method on the way Python "
+                 "calls without its name (by syntax, as an attribute, or one the graph "
+                 "cannot see)")
     if reached.candidate:
         text += " (a same-name candidate on the way: the receiver's class is unknown)"
     return text

@@ -14,11 +14,15 @@ test helpers and pytest fixtures, until it meets test functions:
   file's whole module, or, for production code, whoever imports it (:attr:`Reach.imported`,
   left to the import closure);
 - a type use (an annotation) runs nothing and is not walked; in a test function, next to
-  the symbol, it still says what the test holds.
+  the symbol, it still says what the test holds;
+- a method that its class looks up on ``self`` by a name built at run time
+  (``getattr(self, f"_compare_{op}")``) is walked from the method doing the lookup, as a
+  same-name candidate.
 
-A dunder method (``__eq__``, ``__iter__``: called by syntax, never by name) or a property
-(read as an attribute) is also reached from wherever its class, or a subclass, is
-instantiated. Pure: reads the graph and the :class:`LinkIndex` only.
+A method called without its name, a dunder (``__eq__``, ``__iter__``: by syntax), a
+property (read as an attribute) or a method nothing calls by name (looked up at run
+time, ``getattr(self, f"_compare_{op}")``), is also reached from wherever its class, or
+a subclass, is instantiated. Pure: reads the graph and the :class:`LinkIndex` only.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from pr_context.graph import Caller, SymbolGraph, callers_of
-from pr_context.graph.tables import CLASS_KINDS
+from pr_context.graph.names import mro
+from pr_context.graph.tables import CLASS_KINDS, Def
 from pr_context.links.evidence import LinkIndex, TestDef
 
 __all__ = ["MAX_WALK", "Reach", "Reached", "Reacher", "is_test", "node_id", "test_function"]
@@ -44,6 +49,13 @@ _SUPPORT_ROLES = frozenset({"test", "test_support"})
 _INSTANTIATING = frozenset({"call", "instantiation"})
 _FIXTURE_DECORATOR = re.compile(r"@(?:pytest\.)?fixture\b")
 _AUTOUSE = re.compile(r"\bautouse\s*=\s*True\b")
+# getattr(self, "name"), getattr(self, f"prefix_{x}"), getattr(self, "prefix_" + x)
+_LOOKUP = re.compile(r"\bgetattr\(\s*(?:self|cls|type\(self\))\s*,\s*f?(?P<q>[\"'])"
+                     r"(?P<name>[A-Za-z_]\w*)(?P<end>.)")
+# A name looked up at run time may be this method or a sibling sharing the prefix.
+_LOOKUP_SHARE = 0.5
+# Constructors run where their class is instantiated: the graph's callers say so already.
+_CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,8 @@ class Reached:
     how: str
     candidate: bool = False  # some step is only a same-name candidate
     verb: str = "call"  # what the test's own site does: call, instantiation, attribute, read
+    through: str | None = None  # the class of a method called without its name, whose
+    # objects the path goes through (weaker: the test may not call it)
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,8 @@ class _Step:
     confidence: float
     via: tuple[str, ...]
     candidate: bool
+    through: str | None = None  # the class whose objects a method called without its
+    # name was reached through (see _objects_of)
 
 
 @dataclass
@@ -91,12 +107,26 @@ class Reacher:
     _callers: dict[str, list[Caller]] = field(default_factory=dict)
     _tests: dict[str, dict[str, TestDef]] = field(default_factory=dict)
     _subclasses: dict[str, list[str]] | None = None
+    _by_parent: dict[str, list[Def]] | None = None
+    _lookup_cache: dict[str, list[tuple[str, str, bool]]] = field(default_factory=dict)
 
     def reach(self, qualified_name: str, first: list[Caller] | None = None) -> Reach:
         """The tests reaching ``qualified_name``; ``first`` replaces its own callers
-        (the readers of a module-level variable)."""
+        (the readers of a module-level variable). A method whose callers lead to no test
+        is reached through its class's objects instead."""
         start = _Step(qualified_name, 0, 1.0, (), False)
-        queue = deque([start, *self._implicit_starts(qualified_name)])
+        found = self._walk([start], start, first)
+        if not found.tests and not found.wide:
+            classes = self._objects_of(start, dead_end=True)
+            if classes:
+                again = self._walk(classes, None, None)
+                return Reach(again.tests, found.imported | again.imported, again.wide,
+                             found.walked + again.walked)
+        return found
+
+    def _walk(self, starts: list[_Step], start: _Step | None,
+              first: list[Caller] | None) -> Reach:
+        queue = deque(starts)
         seen = {s.name for s in queue}
         found: dict[tuple[str, str | None, str], Reached] = {}
         imported: set[str] = set()
@@ -107,7 +137,8 @@ class Reacher:
             if walked > MAX_WALK:
                 return Reach(tuple(found.values()), frozenset(imported), True, walked)
             callers = first if first is not None and step is start else self.callers(step.name)
-            users = list(self._fixture_users(step))
+            users = [*self._fixture_users(step), *self._lookups(step),
+                     *self._objects_of(step, dead_end=False)]
             if not callers and not users:
                 users = list(self._run_by_framework(step))
             for item in [*self._from_callers(step, callers, imported), *users]:
@@ -143,16 +174,17 @@ class Reacher:
             candidate = step.candidate or caller.how != "graph"
             if test is not None:
                 yield Reached(caller.path, test, hops, confidence, step.via, caller.line,
-                              "call", candidate, caller.kind)
+                              "call", candidate, caller.kind, step.through)
             elif self._at_import(caller):
                 if role == _TEST_ROLE:
                     yield Reached(caller.path, None, hops, confidence, step.via, caller.line,
-                                  "module", candidate)
+                                  "module", candidate, through=step.through)
                 else:
                     imported.add(caller.path)
             elif caller.enclosing:
                 short = caller.enclosing.rsplit(".", 1)[-1]
-                yield _Step(caller.enclosing, hops, confidence, (short, *step.via), candidate)
+                yield _Step(caller.enclosing, hops, confidence, (short, *step.via), candidate,
+                            step.through)
 
     def _at_import(self, caller: Caller) -> bool:
         """Module level, or a class body: it runs when the file is imported."""
@@ -180,10 +212,11 @@ class Reacher:
                     continue
                 if is_test(other) and self.index.roles.get(path) == _TEST_ROLE:
                     yield Reached(path, other, step.hops + 1, step.confidence, step.via,
-                                  other.start_line, "fixture", step.candidate)
+                                  other.start_line, "fixture", step.candidate,
+                                  through=step.through)
                 elif d.name in other.parameters and self._is_fixture(path, other.start_line):
                     yield _Step(other.qualified_name, step.hops + 1, step.confidence,
-                                (other.name, *step.via), step.candidate)
+                                (other.name, *step.via), step.candidate, step.through)
 
     def _run_by_framework(self, step: _Step) -> Iterator[Reached]:
         """A function of a test file or conftest that nothing calls runs only through the
@@ -197,13 +230,14 @@ class Reacher:
             members = [t for t in self.index.test_defs.get(d.path, ())
                        if t.parent == parent.qualified_name and is_test(t)]
             yield from (Reached(d.path, t, step.hops + 1, step.confidence, step.via,
-                                t.start_line, "setup", step.candidate) for t in members)
+                                t.start_line, "setup", step.candidate, through=step.through)
+                        for t in members)
             return
         scope = _fixture_scope(d.path)
         paths = [d.path] if scope is None else [
             p for p in self.index.test_defs if _within(p, scope)]
         yield from (Reached(p, None, step.hops + 1, step.confidence, step.via, 1, "module",
-                            step.candidate)
+                            step.candidate, through=step.through)
                     for p in paths if self.index.roles.get(p) == _TEST_ROLE)
 
     def _decorators(self, path: str, start_line: int) -> str:
@@ -222,21 +256,65 @@ class Reacher:
     def _autouse(self, path: str, start_line: int) -> bool:
         return bool(_AUTOUSE.search(self._decorators(path, start_line)))
 
+    # -- names looked up at run time ------------------------------------------------------
+
+    def _lookups(self, step: _Step) -> Iterator[_Step]:
+        """Methods that fetch ``step``'s method from ``self`` by a name built at run time,
+        ``getattr(self, f"_compare_{op}")`` for ``_compare_less_than``: same-name
+        candidates, walked like calls."""
+        d = self.graph.tables.definitions.get(step.name)
+        if d is None or d.kind != "method" or d.parent is None or d.language != "python":
+            return
+        classes = {*mro(self.graph.tables, d.parent), *self._subclasses_of(d.parent)}
+        for cls in sorted(classes):
+            for method, prefix, exact in self._lookup_sites(cls):
+                if method != d.qualified_name and (
+                        d.name == prefix if exact else d.name.startswith(prefix)):
+                    short = method.rsplit(".", 1)[-1]
+                    yield _Step(method, step.hops + 1, round(step.confidence * _LOOKUP_SHARE, 4),
+                                (short, *step.via), True, step.through)
+
+    def _lookup_sites(self, cls: str) -> list[tuple[str, str, bool]]:
+        """(method, name or prefix looked up on self, whether the whole name) in ``cls``."""
+        if cls not in self._lookup_cache:
+            found = []
+            for d in self._members(cls):
+                lines = self.graph.tables.lines.get(d.path, {})
+                text = "\n".join(lines.get(n, "") for n in range(d.start_line, d.end_line + 1))
+                found += [(d.qualified_name, m.group("name"), m.group("end") == m.group("q"))
+                          for m in _LOOKUP.finditer(text) if m.group("name")]
+            self._lookup_cache[cls] = found
+        return self._lookup_cache[cls]
+
+    def _members(self, cls: str) -> list[Def]:
+        if self._by_parent is None:
+            grouped: dict[str, list[Def]] = {}
+            for d in self.graph.tables.definitions.values():
+                if d.parent is not None and d.kind == "method":
+                    grouped.setdefault(d.parent, []).append(d)
+            self._by_parent = grouped
+        return self._by_parent.get(cls, [])
+
     # -- dunders and properties -----------------------------------------------------------
 
-    def _implicit_starts(self, qualified_name: str) -> list[_Step]:
-        """The class (and its subclasses) of a method Python calls by syntax."""
-        d = self.graph.tables.definitions.get(qualified_name)
-        if d is None or d.kind != "method" or d.parent is None:
+    def _objects_of(self, step: _Step, dead_end: bool) -> list[_Step]:
+        """The class (and its subclasses) of a method called without its name: by syntax
+        (a dunder: ``x in s`` runs ``__contains__``), as an attribute (a property), or,
+        when its callers lead to no test (``dead_end``), in some way the graph cannot
+        see. Walked on from wherever those classes are instantiated."""
+        d = self.graph.tables.definitions.get(step.name)
+        if d is None or d.kind != "method" or d.parent is None or d.name in _CONSTRUCTORS:
             return []
-        implicit = (d.name.startswith("__") and d.name.endswith("__")) or (
-            "@property" in self._decorators(d.path, d.start_line)
-            or ".setter" in self._decorators(d.path, d.start_line))
+        decorators = self._decorators(d.path, d.start_line)
+        implicit = dead_end or (d.name.startswith("__") and d.name.endswith("__")) or (
+            "@property" in decorators or ".setter" in decorators)
         if not implicit:
             return []
         classes = [d.parent, *self._subclasses_of(d.parent)]
-        return [_Step(c, 0, 1.0, (), False) for c in classes
-                if c in self.graph.tables.definitions]
+        short = d.parent.rsplit(".", 1)[-1]
+        return [_Step(c, step.hops, step.confidence, (c.rsplit(".", 1)[-1], *step.via),
+                      step.candidate, step.through or short)
+                for c in classes if c in self.graph.tables.definitions]
 
     def _subclasses_of(self, cls: str) -> list[str]:
         if self._subclasses is None:

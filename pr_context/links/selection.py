@@ -103,16 +103,19 @@ def select_tests(symbols: Sequence[SymbolTests], index: LinkIndex, imports: Impo
                  changed_paths: Iterable[str], changed_tests: Iterable[str],
                  module_changes: Mapping[str, ModuleChange],
                  tests_changed_since: Iterable[str] = (),
-                 everything_share: float | None = RUN_EVERYTHING_SHARE) -> TestSelection:
+                 everything_share: float | None = RUN_EVERYTHING_SHARE,
+                 instances: Mapping[str, int] | None = None) -> TestSelection:
     """The selection for a PR.
 
     ``index`` is the head's; ``changed_paths`` every path the PR touched;
     ``changed_tests`` the test files it adds or edits; ``module_changes`` what changed at
     module level per Python file; ``tests_changed_since`` the test files changed between
     the coverage data's commit and the base; ``everything_share`` the share of the
-    suite's tests from which everything runs (None: never for that reason).
+    suite's tests from which everything runs (None: never for that reason);
+    ``instances`` how many tests each test function runs (its parametrizations, from
+    coverage data), so that shares count what pytest runs.
     """
-    suite = _Suite.of(index)
+    suite = _Suite.of(index, instances or {})
     changed = sorted(set(changed_paths))
     everything = _ubiquitous(changed, symbols, suite)
     picks = _Picks()
@@ -221,18 +224,21 @@ def _collapsed(picks: _Picks) -> list[SelectedTest]:
 
 @dataclass(frozen=True)
 class _Suite:
-    """The head's test files and how many tests each holds (a file without test
-    functions the parser knows, a Go or JavaScript file, counts as one)."""
+    """The head's test files and how many tests each holds: its test functions, each
+    counted as the tests coverage data saw it run (its parametrizations) or as one; a file
+    without test functions the parser knows counts as one."""
 
     files: frozenset[str]
-    tests: Mapping[str, int]
+    tests: Mapping[str, int]  # file -> tests
+    instances: Mapping[str, int]  # test function node id -> tests (default 1)
 
     @staticmethod
-    def of(index: LinkIndex) -> _Suite:
+    def of(index: LinkIndex, instances: Mapping[str, int]) -> _Suite:
         files = frozenset(p for p, r in index.roles.items() if r == _TEST_ROLE)
-        counts = {p: max(1, sum(1 for d in index.test_defs.get(p, ()) if is_test(d)))
+        counts = {p: max(1, sum(instances.get(node_id(d), 1)
+                                for d in index.test_defs.get(p, ()) if is_test(d)))
                   for p in files}
-        return _Suite(files, counts)
+        return _Suite(files, counts, instances)
 
     def within(self, directory: str) -> frozenset[str]:
         return frozenset(p for p in self.files
@@ -242,11 +248,11 @@ class _Suite:
         total = sum(self.tests.values())
         if not total:
             return 0.0
-        # a parametrized test's node ids are one test function of the count
-        chosen = {t.split("[", 1)[0] for t in targets}
+        chosen = set(targets)
         files = {t for t in chosen if "::" not in t}
         picked = sum(self.tests.get(t, 0) for t in files) + sum(
-            1 for t in chosen if "::" in t and t.split("::", 1)[0] not in files)
+            1 if "[" in t else self.instances.get(t, 1)  # one parametrization, or all
+            for t in chosen if "::" in t and t.split("::", 1)[0] not in files)
         return min(picked / total, 1.0)
 
 
