@@ -40,16 +40,20 @@ class Function:
 
 def functions_of(path: str, text: str) -> dict[str, Function]:
     """Every function and method of ``text`` by qualname (the first of a repeated name)."""
+    return {q: Function(path, q, node.lineno, node.end_lineno or node.lineno,
+                        tuple(own_lines(node))) for q, node in _function_nodes(text).items()}
+
+
+def _function_nodes(text: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """qualname -> the first function or method of that name; {} for unparsable text."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return {}
-    found: dict[str, Function] = {}
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     for qualname, node in _walk(tree, ""):
         if isinstance(node, _FUNCTIONS):
-            found.setdefault(qualname, Function(path, qualname, node.lineno,
-                                                node.end_lineno or node.lineno,
-                                                tuple(own_lines(node))))
+            found.setdefault(qualname, node)
     return found
 
 
@@ -86,15 +90,7 @@ def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 def _fingerprints(text: str) -> dict[str, str]:
     """qualname -> a dump of the function's own code: nested defs by name only, no
     docstrings, no positions (so moving a function or reformatting it is no change)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return {}
-    prints: dict[str, str] = {}
-    for qualname, node in _walk(tree, ""):
-        if isinstance(node, _FUNCTIONS):
-            prints.setdefault(qualname, _own_dump(node))
-    return prints
+    return {q: _own_dump(node) for q, node in _function_nodes(text).items()}
 
 
 def _own_dump(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:

@@ -175,8 +175,8 @@ def build_oracle(case: Mapping[str, Any], project: Project, source: str,
     clone = work_clone(project, source, cache)
     venv = project_venv(project, cache)
     _checkout(clone, case["base"])
-    _checked([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-              "-e", str(clone)])
+    # with its own runtime dependencies, as declared at the base
+    _checked([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-e", str(clone)])
     functions, changed = case_functions(clone, case)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
@@ -218,7 +218,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.case and case["id"] not in args.case:
             continue
         source = sources.get(case["repo"], f"https://github.com/{case['repo']}.git")
-        oracle = build_oracle(case, projects[case["repo"]], source, args.cache.resolve())
+        try:
+            oracle = build_oracle(case, projects[case["repo"]], source, args.cache.resolve())
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            print(f"{case['id']}: failed: {str(exc)[-500:]}", file=sys.stderr)
+            continue
         executed = sum(bool(f["tests"]) for f in oracle["functions"].values() if f["changed"])
         print(f"{case['id']}: {len(oracle['suite'])} tests in {oracle['seconds']}s; "
               f"{executed} changed functions executed", file=sys.stderr)

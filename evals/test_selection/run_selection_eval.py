@@ -321,8 +321,15 @@ def linked_figures(results: Sequence[CaseResult], mode: str) -> dict[str, Any]:
     symbols = [s for r in results for s in r.symbols]
     precision, n_p = review_eval.mean(s.precision.get(mode) for s in symbols)
     recall, n_r = review_eval.mean(s.recall.get(mode) for s in symbols)
+    # one PR with hundreds of changed symbols would outweigh all others: per PR too
+    per_pr_p, _ = review_eval.mean(review_eval.mean(s.precision.get(mode) for s in r.symbols)[0]
+                                   for r in results)
+    per_pr_r, n_prs = review_eval.mean(review_eval.mean(s.recall.get(mode)
+                                                        for s in r.symbols)[0]
+                                       for r in results)
     return {"precision": precision, "n_precision": n_p, "recall": recall, "n_recall": n_r,
-            "unlisted": sum(1 for s in symbols if s.precision.get(mode) is None)}
+            "unlisted": sum(1 for s in symbols if s.precision.get(mode) is None),
+            "pr_precision": per_pr_p, "pr_recall": per_pr_r, "prs": n_prs}
 
 
 def _selection_rows(results: Sequence[CaseResult]) -> list[str]:
@@ -342,13 +349,15 @@ def _selection_rows(results: Sequence[CaseResult]) -> list[str]:
 
 def _linked_rows(results: Sequence[CaseResult]) -> list[str]:
     lines = ["| repository | linked tests from | symbols | precision@5 | recall@5 "
-             "| symbols with none listed |", "|---|---|---|---|---|---|"]
+             "| symbols with none listed | per PR: precision@5 | per PR: recall@5 |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, rows in _slices(results):
         for mode in _LINKED:
             f = linked_figures(rows, mode)
             lines.append(f"| {name} | {_SELECTION_NAMES[mode]} | {f['n_recall']} "
                          f"| {_fmt(f['precision'], f['n_precision'])} "
-                         f"| {_fmt(f['recall'])} | {f['unlisted']} |")
+                         f"| {_fmt(f['recall'])} | {f['unlisted']} "
+                         f"| {_fmt(f['pr_precision'], f['prs'])} | {_fmt(f['pr_recall'])} |")
     return lines
 
 
@@ -429,6 +438,12 @@ per-test contexts; a test *executes* a changed function when coverage.py saw it 
 line of the function's body. `pr-context review --no-embeddings` runs on the base and a
 head holding only the change's source files (its test edits withheld).
 
+Two outputs, two rules ([cli.md](cli.md#pr-context-review)): the **linked tests** of a
+symbol are a reviewer's short list, ranked for precision (coverage, then call paths, then
+structure and statistics only where no call path exists); the **test selection** is what
+CI runs instead of the suite, chosen for safety (every call path, the import closure
+where the graph cannot see in, and everything for ubiquitous changes).
+
 Reproduce (clones, virtualenvs, coverage data and indexes under
 `evals/.cache/test_selection/`; each project's suite runs once per case, minutes each):
 
@@ -448,8 +463,9 @@ importing a changed module, directly or not; everything."""
 _LINKED_TEXT = """\
 Per changed function or method that some test executes: of its first 5 linked test
 files, the share that execute it (precision@5; a symbol with nothing listed has none,
-counted in the last column), and the share of min(5, executing files) they hold
-(recall@5). Means over symbols."""
+counted apart), and the share of min(5, executing files) they hold (recall@5). Means
+over symbols (the targets), and, since one PR can change hundreds of symbols, over PRs
+(each PR's mean over its symbols)."""
 
 _BLIND_SPOTS = """\
 ## What the oracle cannot see
