@@ -13,7 +13,7 @@ import dataclasses
 import json
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +55,7 @@ from pr_context.links import (
     stale_docs,
     symbol_vector,
 )
+from pr_context.links.parametrize import parametrized_counts
 from pr_context.models import Sha
 from pr_context.progress import Progress
 from pr_context.render import render_comment, render_summary
@@ -184,34 +185,59 @@ def review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Pa
     with timer.stage("diff"):
         changes = changed_symbols_between(repo, base, head)
         pr_diff = _pr_diff(repo, base, head)
+    with _Sources(repo) as sources:
+        found = _analyse_pr(repo, base, head, db, head_db, changes, pr_diff, options, sources,
+                            timer)
+    timer.stages["total"] = round((time.perf_counter() - started) * 1000)
+    return Report(
+        repository=str(repo.path), base=base, head=head,
+        index=_index_info(found.manifest, head_result, base_result),
+        symbols=tuple(found.symbols), test_selection=found.selection.targets,
+        timings_ms=timer.stages, excluded_files=tuple(found.excluded),
+        skipped_files=changes.skipped_files,
+        notes=tuple(_notes(changes, found.excluded, found.skipped, found.analysed,
+                           options.budget_s, found.coverage_problem)),
+        top_k=options.top_k, link_base=options.link_base,
+        selection_details=found.selection.items,
+        run_everything=found.selection.run_everything,
+        coverage=_coverage_info(found.coverage), coverage_problem=found.coverage_problem)
+
+
+@dataclass(frozen=True)
+class _Analysis:
+    """What ``_analyse_pr`` found, for the report."""
+
+    manifest: Manifest
+    symbols: list[SymbolReport]
+    selection: TestSelection
+    excluded: list[str]
+    skipped: int  # symbols the time budget left unanalysed
+    analysed: int  # symbols meant to be analysed
+    coverage: MeasuredCoverage | None
+    coverage_problem: str | None
+
+
+def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
+                changes: SymbolChanges, pr_diff: _PrDiff, options: ReviewOptions,
+                sources: _Sources, timer: _Timer) -> _Analysis:
+    """Load both indexes, then every symbol's evidence and the test selection."""
     with timer.stage("load"):
-        head_side, manifest = _load_side(head_db)
+        head_side, manifest = _load_side(head_db, sources)
         roles = {**_file_roles(db), **_file_roles(head_db)}
     excluded = sorted(p for p in pr_diff.paths if roles.get(p) in _EXCLUDED_ROLES)
     wanted = [s for s in changes.symbols if s.path not in excluded]
     with timer.stage("load_base"):
-        base_side = _load_side(db)[0] if any(map(_needs_base, wanted)) else None
-    with _Sources(repo) as sources:
-        with timer.stage("coverage"):
-            coverage, problem = _coverage(repo, options, base, db, wanted, roles, sources)
-        with timer.stage("analyse"):
-            symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
-                                                   options.budget_s, sources, coverage)
-        with timer.stage("select"):
-            selection = _selection(tests, head_side, pr_diff, roles, base, head, sources,
-                                   coverage)
-    timer.stages["total"] = round((time.perf_counter() - started) * 1000)
-    return Report(
-        repository=str(repo.path), base=base, head=head,
-        index=_index_info(manifest, head_result, base_result),
-        symbols=tuple(symbols), test_selection=selection.targets,
-        timings_ms=timer.stages, excluded_files=tuple(excluded),
-        skipped_files=changes.skipped_files,
-        notes=tuple(_notes(changes, excluded, skipped, len(wanted), options.budget_s,
-                           problem)),
-        top_k=options.top_k, link_base=options.link_base,
-        selection_details=selection.items, run_everything=selection.run_everything,
-        coverage=_coverage_info(coverage), coverage_problem=problem)
+        base_side = _load_side(db, sources)[0] if any(map(_needs_base, wanted)) else None
+    with timer.stage("coverage"):
+        coverage, problem = _coverage(repo, options, base, db, wanted, roles, sources)
+    with timer.stage("analyse"):
+        symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
+                                               options.budget_s, sources, coverage)
+    with timer.stage("select"):
+        selection = _selection(tests, head_side, pr_diff, roles, base, head, sources,
+                               coverage)
+    return _Analysis(manifest, symbols, selection, excluded, skipped, len(wanted), coverage,
+                     problem)
 
 
 def _coverage(repo: Repository, options: ReviewOptions, base: Sha, db: Path,
@@ -238,10 +264,23 @@ def _selection(tests: list[SymbolTests], head: IndexSide, pr: _PrDiff, roles: Ma
     modules = module_changes(pr.added, pr.removed, roles, base, head_sha, sources.text)
     selection = select_tests(tests, head.links, head.imports, pr.paths, changed_tests,
                              modules, coverage.tests_changed_since if coverage else (),
-                             instances=coverage.instances if coverage else None)
+                             instances=coverage.instances if coverage else None,
+                             estimate=lambda: _parametrized_tests(head, sources))
     kept = tuple(i for i in selection.items if selection.run_everything
                  or i.target.split("::", 1)[0] in head.links.roles)
     return dataclasses.replace(selection, items=kept)
+
+
+def _parametrized_tests(side: IndexSide, sources: _Sources) -> dict[str, int]:
+    """pytest node id of a test function -> the tests its parametrize decorators make,
+    from the text of every Python test file of ``side``."""
+    found: dict[str, int] = {}
+    for path, role in side.links.roles.items():
+        text = sources.text(side.sha, path) if role == "test" and path.endswith(".py") \
+            else None
+        for name, count in (parametrized_counts(text) if text is not None else {}).items():
+            found["::".join([path, *name.split(".")])] = count
+    return found
 
 
 def _coverage_info(coverage: MeasuredCoverage | None) -> dict[str, object] | None:
@@ -276,7 +315,6 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     options = options or ReviewOptions()
     base, head = resolve_revision(repo, base_rev), resolve_revision(repo, head_rev)
     head_db = index_pair(repo, base, head, db, out_dir, embedder, progress, options)
-    head_side, _ = _load_side(head_db)
     matches = _definitions_named(head_db, name.strip())
     if not matches:
         raise BadInputError(f"no function, method or class named {name!r} at {head[:12]}")
@@ -285,8 +323,9 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
                     if s.qualified_name == chosen.qualified_name), None)
     analysed = changed or chosen
     pr_diff = _pr_diff(repo, base, head)
-    base_side = _load_side(db)[0] if _needs_base(analysed) else None
     with _Sources(repo) as sources:
+        head_side, _ = _load_side(head_db, sources)
+        base_side = _load_side(db, sources)[0] if _needs_base(analysed) else None
         reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff,
                                      options.budget_s, sources, None)
     report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
@@ -372,14 +411,18 @@ def _build_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
     return build_index(repo, head, head_db, options.index_options, embedder, progress)
 
 
-def _load_side(db: Path) -> tuple[IndexSide, Manifest]:
+def _load_side(db: Path, sources: _Sources) -> tuple[IndexSide, Manifest]:
     with IndexStore.open_existing(db) as store:
+        side = load_side(store, text=sources.text)
         assert store.manifest is not None
-        return load_side(store), store.manifest
+        return side, store.manifest
 
 
-def load_side(store: IndexStore, corpus: SearchCorpus | None = None) -> IndexSide:
-    """Everything the analysis reads from ``store``; ``corpus`` when already loaded."""
+def load_side(store: IndexStore, corpus: SearchCorpus | None = None,
+              text: Callable[[str, str], str | None] | None = None) -> IndexSide:
+    """Everything the analysis reads from ``store``; ``corpus`` when already loaded;
+    ``text(sha, path)`` a file's text, for the walk to the tests to follow module-level
+    variables (None: it does not)."""
     assert store.manifest is not None
     spans: dict[str, tuple[int, int]] = {}
     for name, start, end in store.query(
@@ -387,8 +430,10 @@ def load_side(store: IndexStore, corpus: SearchCorpus | None = None) -> IndexSid
             "ORDER BY path, ordinal"):
         spans.setdefault(name, (start, end))
     graph, links = load_graph(store), load_link_index(store)
-    return IndexSide(store.manifest.revision, graph, links, corpus or load_corpus(store),
-                     spans, Reacher(graph, links), import_graph(graph.tables))
+    sha = store.manifest.revision
+    reader = (lambda path: text(sha, path)) if text is not None else None
+    return IndexSide(sha, graph, links, corpus or load_corpus(store), spans,
+                     Reacher(graph, links, read_text=reader), import_graph(graph.tables))
 
 
 def _file_roles(db: Path) -> dict[str, str]:
@@ -433,8 +478,8 @@ def _analyse_all(
             continue
         holder = base if change.change == "removed" and base is not None else head
         found = _callers(change, holder, sources)
-        walk = holder.reacher.reach(change.qualified_name,
-                                    found if change.kind == "variable" else None)
+        walk = holder.reacher.reach(change.qualified_name, holder.reacher.runtime_reads(found)
+                                    if change.kind == "variable" else None)
         covered = coverage.symbols.get(coverage_key(change)) if coverage else None
         label = coverage.label if coverage else "coverage"
         linked = linked_tests(change, holder.graph, holder.links, set(pr.paths),
@@ -443,7 +488,7 @@ def _analyse_all(
         vector = symbol_vector(holder.corpus, change.qualified_name)
         docs = stale_docs(change, head.links, set(pr.paths), head.corpus, vector)
         tests.append(SymbolTests(change.symbol, change.old_path or change.path, walk,
-                                 covered, label))
+                                 covered, label, _inert(change, found, holder)))
         callers = _caller_items(change, found, holder, head, pr, sources)
         if change.old_qualified_name and base is not None and holder is head:
             callers = _reranked([*callers, *_left_on_old_name(change, base, head, pr)])
@@ -451,6 +496,15 @@ def _analyse_all(
             change, callers,
             _link_items(linked, holder, head), _link_items(docs, head, head), covered=covered))
     return reports, tests, skipped
+
+
+def _inert(change: ChangedSymbol, callers: list[Caller], side: IndexSide) -> bool:
+    """Nothing the change alters runs: only comments, docstrings or whitespace changed, or
+    a module-level variable read only in annotations (a type alias)."""
+    if change.cosmetic:
+        return True
+    return change.kind == "variable" and bool(callers) and not side.reacher.runtime_reads(
+        callers)
 
 
 def _symbol_report(change: ChangedSymbol, callers: Iterable[EvidenceItem],

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from pr_context.git import open_repository
+from pr_context.links import module_level_change
+from pr_context.links.parametrize import parametrized_counts
 from pr_context.progress import SilentProgress
 from pr_context.report import Report
 from pr_context.review import review
@@ -157,6 +159,9 @@ def test_code_run_at_import_selects_the_importers(project: tuple[GitRepo, str],
                  id="test-configuration"),
     pytest.param("requirements-dev.txt", "pytest\n", "requirements-dev.txt changed",
                  id="dependencies"),
+    pytest.param("shop/__init__.py", "import logging\n\nlogging.getLogger('shop')\n",
+                 "shop/__init__.py changed at module level: a package's __init__ runs",
+                 id="package-init"),
 ])
 def test_ubiquitous_changes_run_everything(project: tuple[GitRepo, str], tmp_path: Path,
                                            path: str, text: str, reason: str) -> None:
@@ -189,3 +194,129 @@ def test_a_change_most_tests_reach_runs_everything(make_repo: Callable[..., GitR
                                      "the rest costs little and leaves no path the graph "
                                      "cannot see untested")
     assert report.test_selection == ("tests",)
+
+
+DISPATCH = {
+    "calc/__init__.py": "",
+    "calc/ops.py": (
+        "class Op:\n"
+        "    def run(self, name, a, b):\n"
+        "        return getattr(self, f'_op_{name}')(a, b)\n"
+        "\n"
+        "    def _op_add(self, a, b):\n"
+        "        return a + b\n"
+        "\n"
+        "    def _op_mul(self, a, b):\n"
+        "        return a * b\n"
+        "\n"
+        "\n"
+        "class Bag:\n"
+        "    def __init__(self, items):\n"
+        "        self.items = list(items)\n"
+        "\n"
+        "    def __contains__(self, item):\n"
+        "        return item in self.items\n"
+        "\n"
+        "\n"
+        "class Memo:\n"
+        "    def __call__(self, key):\n"
+        "        return self.compute(key)\n"
+        "\n"
+        "    def compute(self, key):\n"
+        "        return key * 2\n"
+        "\n"
+        "\n"
+        "class Cached:\n"
+        "    _memo = Memo()\n"
+        "\n"
+        "    def get(self, key):\n"
+        "        return self._memo(key)\n"
+        "\n"
+        "\n"
+        "def convert(data, kind):\n"
+        "    return kind(data)\n"
+    ),
+    "calc/types.py": ("from typing import Union\n\nNumber = Union[int, float]\n\n\n"
+                      "def half(x: Number) -> Number:\n    return x / 2\n"),
+    "tests/__init__.py": "",
+    "tests/test_ops.py": ("from calc.ops import Op\n\n\n"
+                          "def test_run():\n    assert Op().run('add', 1, 2) == 3\n"),
+    "tests/test_bag.py": ("from calc.ops import Bag, convert\n\n\n"
+                          "def test_in():\n    assert 1 in Bag([1])\n\n\n"
+                          "def test_convert():\n    assert convert([2], Bag).items == [2]\n"),
+    "tests/test_cached.py": ("from calc.ops import Cached\n\n\n"
+                             "def test_get():\n    assert Cached().get(2) == 4\n"),
+    "tests/test_types.py": ("from calc.types import half\n\n\n"
+                            "def test_half():\n    assert half(4) == 2\n"),
+    "tests/test_nested.py": ("from calc.ops import Op\n\n\n"
+                             "def test_outer():\n    def test_like_helper():\n"
+                             "        return Op().run('mul', 2, 3)\n\n"
+                             "    assert test_like_helper() == 6\n"),
+    "tests/test_other.py": "".join(f"def test_other_{n}():\n    assert True\n\n\n"
+                                   for n in range(8)),
+}
+
+
+@pytest.mark.parametrize(("edit", "selected"), [
+    pytest.param(("return a + b", "return b + a"),
+                 {"tests/test_ops.py::test_run", "tests/test_nested.py::test_outer"},
+                 id="looked-up-by-getattr"),
+    pytest.param(("return item in self.items", "return self.items.count(item) > 0"),
+                 {"tests/test_bag.py::test_in", "tests/test_bag.py::test_convert"},
+                 id="dunder-called-by-syntax"),
+    pytest.param(("self.items = list(items)", "self.items = [*items]"),
+                 {"tests/test_bag.py::test_in", "tests/test_bag.py::test_convert"},
+                 id="constructor-of-a-class-passed-as-a-value"),
+    pytest.param(("return key * 2", "return key + key"), {"tests/test_cached.py::test_get"},
+                 id="object-made-at-import-in-a-class-attribute"),
+])
+def test_code_the_graph_reaches_without_a_call_by_name(
+        make_repo: Callable[..., GitRepo], tmp_path: Path, edit: tuple[str, str],
+        selected: set[str]) -> None:
+    repo = make_repo(DISPATCH)
+    report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path,
+                    {"calc/ops.py": DISPATCH["calc/ops.py"].replace(*edit)})
+    assert report.run_everything is None
+    assert set(report.test_selection) == selected
+
+
+@pytest.mark.parametrize(("path", "old", "new", "symbol"), [
+    pytest.param("calc/types.py", "Union[int, float]", "int | float", "calc.types.Number",
+                 id="type-alias-read-only-in-annotations"),
+    pytest.param("calc/ops.py", "return a * b", "return a * b  # the product",
+                 "calc.ops.Op._op_mul", id="comment-only"),
+])
+def test_a_change_that_runs_nowhere_selects_nothing(
+        make_repo: Callable[..., GitRepo], tmp_path: Path, path: str, old: str, new: str,
+        symbol: str) -> None:
+    repo = make_repo(DISPATCH)
+    report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path,
+                    {path: DISPATCH[path].replace(old, new)})
+    assert [s.qualified_name for s in report.symbols] == [symbol]
+    assert report.test_selection == ()
+
+
+def test_a_parametrized_test_counts_as_its_parametrizations() -> None:
+    text = ("import pytest\n\n\n@pytest.mark.parametrize('x', [1, 2, 3])\n"
+            "@pytest.mark.parametrize('y', (4, 5))\ndef test_a(x, y):\n    pass\n\n\n"
+            "@pytest.mark.parametrize('x', VALUES)\ndef test_b(x):\n    pass\n\n\n"
+            "@pytest.mark.parametrize('x', [1, 2])\nclass TestC:\n"
+            "    @pytest.mark.parametrize(argnames='y', argvalues=[1, 2, 3])\n"
+            "    def test_d(self, x, y):\n        pass\n\n"
+            "    def test_e(self, x):\n        pass\n")
+    assert parametrized_counts(text) == {"test_a": 6, "TestC.test_d": 6, "TestC.test_e": 2}
+    assert parametrized_counts("def broken(:\n") == {}
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
+    ({4}, None),  # inside if TYPE_CHECKING: never runs
+    ({6}, "code"),  # its else branch does
+    ({1}, "imports"),
+    ({8}, "code"),
+    ({10}, None),  # a function's body is the function's change
+])
+def test_what_changed_at_module_level(lines: set[int], expected: str | None) -> None:
+    text = ("import typing\nif typing.TYPE_CHECKING:\n    from x import S\n"
+            "    T = typing.Type[S]\nelse:\n    setup()\n\nprint('loaded')\n\n"
+            "def f():\n    return 1\n")
+    assert module_level_change(text, lines) == expected

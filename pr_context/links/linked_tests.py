@@ -17,13 +17,13 @@ the signals below), so evidence that is only statistical never outranks a call p
    ``n / (n + COCHANGE_HALF)``) or reads like the symbol (``semantic``, the best cosine);
    their reasons say "statistical".
 
-Weaker evidence is listed only where nothing stronger is: a call path that only reaches
-objects of the symbol's class (a method called without its name, see
-:mod:`pr_context.links.reach`) only when no test reaches the symbol itself, and evidence
-of kinds 3 and 4 only for a symbol no test reaches by a call path (the graph cannot see
-how it is used): next to stronger evidence they would crowd the short list with files
-that never run the symbol. The test selection keeps them all. Pure: reads only the graph, the
-:class:`LinkIndex`, the walk and the corpus it is given.
+Weaker evidence is cut short: of the call paths that only reach objects of the symbol's
+class (a method called without its name, see :mod:`pr_context.links.reach`) or a value
+it made at import, only the ones fewest calls away are listed, after the direct ones;
+evidence of kinds 3 and 4 only for a symbol no test reaches by a call path (the graph
+cannot see how it is used): next to stronger evidence they would crowd the short list
+with files that never run the symbol. The test selection keeps them all. Pure: reads
+only the graph, the :class:`LinkIndex`, the walk and the corpus it is given.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class _Finding:
     node_ids: tuple[str, ...] = ()  # the tests it names (empty: the whole file)
     hops: int = 0  # calls between the test and the symbol (call paths)
     candidate: bool = False  # a same-name candidate is on the path
-    implicit: bool = False  # only through its class's objects (see reach)
+    implicit: bool = False  # only through its class's objects or import-time state
 
 
 def linked_tests(
@@ -139,8 +139,10 @@ def linked_tests(
         covered.status != "not_measured" else None
     paths = [f for f in _reach_findings(change, walk)
              if ran is None or f.path in ran or f.path not in measured_files]
-    if any(not f.implicit for f in paths):
-        paths = [f for f in paths if not f.implicit]
+    weaker = [f for f in paths if f.implicit]
+    if weaker:  # through objects or import-time values: the closest of them only
+        nearest = min(f.hops for f in weaker)
+        paths = [f for f in paths if not f.implicit or f.hops == nearest]
     findings = [f for f in [*_coverage_findings(change, covered, coverage_label), *paths]
                 if head_paths is None or f.path in head_paths]
     if not findings:
@@ -197,7 +199,7 @@ def _reach_findings(change: ChangedSymbol, walk: Reach) -> Iterator[_Finding]:
             and reached.how != "module" else ()
         yield _Finding(reached.path, "graph", strength, _reach_reason(change, reached),
                        _CALL_PATH, reached.test, reached.line, ids, reached.hops,
-                       reached.candidate, reached.through is not None)
+                       reached.candidate, reached.through is not None or reached.state is not None)
 
 
 def _reach_reason(change: ChangedSymbol, reached: Reached) -> str:
@@ -221,6 +223,9 @@ def _reach_reason(change: ChangedSymbol, reached: Reached) -> str:
         text += (f"; it holds {reached.through} objects, whose method on the way Python "
                  "calls without its name (by syntax, as an attribute, or one the graph "
                  "cannot see)")
+    if reached.state:
+        text += (f"; it uses {reached.state}, which {change.symbol} helped make when its "
+                 "module was imported")
     if reached.candidate:
         text += " (a same-name candidate on the way: the receiver's class is unknown)"
     return text

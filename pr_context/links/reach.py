@@ -11,8 +11,11 @@ test helpers and pytest fixtures, until it meets test functions:
   scope (its own file, or a conftest's directory), every test in scope when it is
   ``autouse``;
 - a caller at module level (or in a class body) runs when its file is imported: a test
-  file's whole module, or, for production code, whoever imports it (:attr:`Reach.imported`,
-  left to the import closure);
+  file's whole module; for production code, the readers of the module-level variable it
+  fills (``DEFAULTS = [Renderer()]``) or the methods reading the class attribute
+  (``_regex = Memoizer()``, read as ``self._regex``; with none, wherever the class is
+  used: its base class or metaclass reads it, as a schema's declared fields), walked on,
+  or else whoever imports the file (:attr:`Reach.imported`, left to the import closure);
 - a type use (an annotation) runs nothing and is not walked; in a test function, next to
   the symbol, it still says what the test holds;
 - a method that its class looks up on ``self`` by a name built at run time
@@ -27,17 +30,20 @@ a subclass, is instantiated. Pure: reads the graph and the :class:`LinkIndex` on
 
 from __future__ import annotations
 
+import ast
 import posixpath
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from pr_context.graph import Caller, SymbolGraph, callers_of
 from pr_context.graph.names import mro
+from pr_context.graph.readers import readers_of
 from pr_context.graph.tables import CLASS_KINDS, Def
 from pr_context.links.evidence import LinkIndex, TestDef
+from pr_context.variables import ModuleVariable, module_variables, parse_python
 
 __all__ = ["MAX_WALK", "Reach", "Reached", "Reacher", "is_test", "node_id", "test_function"]
 
@@ -75,6 +81,8 @@ class Reached:
     verb: str = "call"  # what the test's own site does: call, instantiation, attribute, read
     through: str | None = None  # the class of a method called without its name, whose
     # objects the path goes through (weaker: the test may not call it)
+    state: str | None = None  # a variable holding what the symbol made at import, which
+    # the path reads (weaker: the test uses the result, the symbol ran before it)
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,7 @@ class _Step:
     candidate: bool
     through: str | None = None  # the class whose objects a method called without its
     # name was reached through (see _objects_of)
+    state: str | None = None  # the variable holding what the symbol made at import
 
 
 @dataclass
@@ -108,6 +117,13 @@ class Reacher:
     _tests: dict[str, dict[str, TestDef]] = field(default_factory=dict)
     _subclasses: dict[str, list[str]] | None = None
     _by_parent: dict[str, list[Def]] | None = None
+    # path -> its text at this revision, to follow module-level variables (None: not)
+    read_text: Callable[[str], str | None] | None = None
+    _file_variables: dict[str, list[ModuleVariable]] = field(default_factory=dict)
+    _variable_names: set[str] = field(default_factory=set)
+    _texts: dict[str, list[str]] = field(default_factory=dict)
+    _class_names: dict[str, dict[int, str]] = field(default_factory=dict)
+    _annotation_names: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
     _lookup_cache: dict[str, list[tuple[str, str, bool]]] = field(default_factory=dict)
 
     def reach(self, qualified_name: str, first: list[Caller] | None = None) -> Reach:
@@ -138,7 +154,7 @@ class Reacher:
                 return Reach(tuple(found.values()), frozenset(imported), True, walked)
             callers = first if first is not None and step is start else self.callers(step.name)
             users = [*self._fixture_users(step), *self._lookups(step),
-                     *self._objects_of(step, dead_end=False)]
+                     *self._objects_of(step, dead_end=False), *self._class_values(step)]
             if not callers and not users:
                 users = list(self._run_by_framework(step))
             for item in [*self._from_callers(step, callers, imported), *users]:
@@ -150,9 +166,48 @@ class Reacher:
         return Reach(tuple(found.values()), frozenset(imported), False, walked)
 
     def callers(self, qualified_name: str) -> list[Caller]:
+        """Its call sites; for a module-level variable met on the way, its readers."""
         if qualified_name not in self._callers:
-            self._callers[qualified_name] = callers_of(self.graph, qualified_name)
+            self._callers[qualified_name] = (
+                self.runtime_reads(readers_of(self.graph.tables, qualified_name,
+                                              self.read_text))
+                if qualified_name in self._variable_names and self.read_text is not None
+                else callers_of(self.graph, qualified_name))
         return self._callers[qualified_name]
+
+    def runtime_reads(self, readers: list[Caller]) -> list[Caller]:
+        """The reads of a variable that run with the code around them: not those in an
+        annotation (``def f(x: Alias)``), which a type alias has and nothing runs."""
+        return [r for r in readers if (r.line, r.column) not in self._annotations(r.path)]
+
+    def _annotations(self, path: str) -> frozenset[tuple[int, int]]:
+        """(line, column) of every name and attribute inside an annotation of ``path``."""
+        if path not in self._annotation_names:
+            text = self.read_text(path) if self.read_text is not None else None
+            tree = parse_python(text) if text is not None else None
+            found: set[tuple[int, int]] = set()
+            for node in ast.walk(tree) if tree is not None else ():
+                for annotation in _annotations_of(node):
+                    found.update((n.lineno, n.col_offset) for n in ast.walk(annotation)
+                                 if isinstance(n, ast.Name | ast.Attribute))
+            self._annotation_names[path] = frozenset(found)
+        return self._annotation_names[path]
+
+    def _variables_at(self, caller: Caller) -> list[str]:
+        """Module-level variables of a Python file whose assignment holds ``caller``'s line
+        (``DEFAULTS = [Renderer()]``): None of them when the text cannot be read."""
+        if self.read_text is None or self.graph.tables.file_language.get(caller.path) \
+                != "python" or caller.enclosing is not None:
+            return []
+        if caller.path not in self._file_variables:
+            text = self.read_text(caller.path)
+            found = module_variables(text) if text is not None else None
+            self._file_variables[caller.path] = list((found or {}).values())
+        module = self.graph.tables.file_module.get(caller.path, "")
+        names = [f"{module}.{v.name}" if module else v.name
+                 for v in self._file_variables[caller.path] if caller.line in v.lines]
+        self._variable_names.update(names)
+        return names
 
     def test_function(self, path: str, enclosing: str | None) -> TestDef | None:
         """The test function (or method) whose body holds ``enclosing``, if any."""
@@ -174,17 +229,77 @@ class Reacher:
             candidate = step.candidate or caller.how != "graph"
             if test is not None:
                 yield Reached(caller.path, test, hops, confidence, step.via, caller.line,
-                              "call", candidate, caller.kind, step.through)
+                              "call", candidate, caller.kind, step.through, step.state)
             elif self._at_import(caller):
                 if role == _TEST_ROLE:
                     yield Reached(caller.path, None, hops, confidence, step.via, caller.line,
-                                  "module", candidate, through=step.through)
-                else:
+                                  "module", candidate, through=step.through,
+                                  state=step.state)
+                    continue
+                held = self._variables_at(caller) or self._attribute_users(caller)
+                if not held:
                     imported.add(caller.path)
+                for name in held:  # what it made at import lives on in a variable
+                    short = name.rsplit(".", 1)[-1]
+                    yield _Step(name, hops, confidence, (short, *step.via), candidate,
+                                step.through or self._class_through(caller, name),
+                                step.state or short)
             elif caller.enclosing:
                 short = caller.enclosing.rsplit(".", 1)[-1]
                 yield _Step(caller.enclosing, hops, confidence, (short, *step.via), candidate,
-                            step.through)
+                            step.through, step.state)
+
+    def _attribute_users(self, caller: Caller) -> list[str]:
+        """Methods of the class (or a subclass) whose body ``caller`` sits in that read the
+        class attribute assigned on its line (``_regex = Memoizer()``: ``self._regex``)."""
+        cls = caller.enclosing
+        if cls is None or self.graph.tables.file_language.get(caller.path) != "python":
+            return []
+        name = self._class_assignments(caller.path).get(caller.line)
+        if name is None:
+            return []
+        read = re.compile(rf"\b(?:self|cls|{re.escape(cls.rsplit('.', 1)[-1])})\."
+                          rf"{re.escape(name)}\b")
+        owners = [cls, *self._subclasses_of(cls)]
+        users = [d.qualified_name for owner in owners for d in self._members(owner)
+                 if any(read.search(self._line(d.path, n))
+                        for n in range(d.start_line, d.end_line + 1))]
+        # Read by no method of its own: its class's machinery (a base class, a metaclass:
+        # a schema's declared fields, a model's columns) uses it wherever the class is.
+        return users or [c for c in owners if c in self.graph.tables.definitions]
+
+    def _class_through(self, caller: Caller, name: str) -> str | None:
+        """The class, when the walk goes on from the class of a class attribute itself."""
+        return name.rsplit(".", 1)[-1] if name == caller.enclosing else None
+
+    def _class_assignments(self, path: str) -> dict[int, str]:
+        """line -> the name a class-body assignment spanning it assigns (``FUNCS = {...}``
+        over several lines), from the file parsed with Python's own parser."""
+        if path not in self._class_names:
+            found: dict[int, str] = {}
+            text = self.read_text(path) if self.read_text is not None else None
+            tree = parse_python(text) if text is not None else None
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, ast.ClassDef):
+                    for stmt in node.body:
+                        target = _assigned_name(stmt)
+                        if target is not None:
+                            found.update(dict.fromkeys(
+                                range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1),
+                                target))
+            self._class_names[path] = found
+        return self._class_names[path]
+
+    def _line(self, path: str, number: int) -> str:
+        """Line ``number`` of ``path``: from the graph's source lines, else the file."""
+        found = self.graph.tables.lines.get(path, {}).get(number)
+        if found is not None:
+            return found
+        if path not in self._texts:
+            text = self.read_text(path) if self.read_text is not None else None
+            self._texts[path] = text.splitlines() if text is not None else []
+        lines = self._texts[path]
+        return lines[number - 1] if 0 < number <= len(lines) else ""
 
     def _at_import(self, caller: Caller) -> bool:
         """Module level, or a class body: it runs when the file is imported."""
@@ -213,10 +328,11 @@ class Reacher:
                 if is_test(other) and self.index.roles.get(path) == _TEST_ROLE:
                     yield Reached(path, other, step.hops + 1, step.confidence, step.via,
                                   other.start_line, "fixture", step.candidate,
-                                  through=step.through)
+                                  through=step.through, state=step.state)
                 elif d.name in other.parameters and self._is_fixture(path, other.start_line):
                     yield _Step(other.qualified_name, step.hops + 1, step.confidence,
-                                (other.name, *step.via), step.candidate, step.through)
+                                (other.name, *step.via), step.candidate, step.through,
+                                step.state)
 
     def _run_by_framework(self, step: _Step) -> Iterator[Reached]:
         """A function of a test file or conftest that nothing calls runs only through the
@@ -230,14 +346,15 @@ class Reacher:
             members = [t for t in self.index.test_defs.get(d.path, ())
                        if t.parent == parent.qualified_name and is_test(t)]
             yield from (Reached(d.path, t, step.hops + 1, step.confidence, step.via,
-                                t.start_line, "setup", step.candidate, through=step.through)
+                                t.start_line, "setup", step.candidate, through=step.through,
+                                state=step.state)
                         for t in members)
             return
         scope = _fixture_scope(d.path)
         paths = [d.path] if scope is None else [
             p for p in self.index.test_defs if _within(p, scope)]
         yield from (Reached(p, None, step.hops + 1, step.confidence, step.via, 1, "module",
-                            step.candidate, through=step.through)
+                            step.candidate, through=step.through, state=step.state)
                     for p in paths if self.index.roles.get(p) == _TEST_ROLE)
 
     def _decorators(self, path: str, start_line: int) -> str:
@@ -272,7 +389,7 @@ class Reacher:
                         d.name == prefix if exact else d.name.startswith(prefix)):
                     short = method.rsplit(".", 1)[-1]
                     yield _Step(method, step.hops + 1, round(step.confidence * _LOOKUP_SHARE, 4),
-                                (short, *step.via), True, step.through)
+                                (short, *step.via), True, step.through, step.state)
 
     def _lookup_sites(self, cls: str) -> list[tuple[str, str, bool]]:
         """(method, name or prefix looked up on self, whether the whole name) in ``cls``."""
@@ -297,6 +414,16 @@ class Reacher:
 
     # -- dunders and properties -----------------------------------------------------------
 
+    def _class_values(self, step: _Step) -> list[_Step]:
+        """A constructor runs wherever its class is called, also as a value passed around
+        (``convert(data, Marker)``): walked on from the class's own uses."""
+        d = self.graph.tables.definitions.get(step.name)
+        if d is None or d.name not in _CONSTRUCTORS or d.parent is None \
+                or d.parent not in self.graph.tables.definitions:
+            return []
+        return [_Step(d.parent, step.hops, step.confidence, step.via, step.candidate,
+                      step.through, step.state)]
+
     def _objects_of(self, step: _Step, dead_end: bool) -> list[_Step]:
         """The class (and its subclasses) of a method called without its name: by syntax
         (a dunder: ``x in s`` runs ``__contains__``), as an attribute (a property), or,
@@ -313,7 +440,7 @@ class Reacher:
         classes = [d.parent, *self._subclasses_of(d.parent)]
         short = d.parent.rsplit(".", 1)[-1]
         return [_Step(c, step.hops, step.confidence, (c.rsplit(".", 1)[-1], *step.via),
-                      step.candidate, step.through or short)
+                      step.candidate, step.through or short, step.state)
                 for c in classes if c in self.graph.tables.definitions]
 
     def _subclasses_of(self, cls: str) -> list[str]:
@@ -330,6 +457,27 @@ class Reacher:
                 found.append(sub)
                 queue.extend(self._subclasses.get(sub, ()))
         return found
+
+
+def _annotations_of(node: ast.AST) -> list[ast.expr]:
+    """The annotation expressions a node owns: parameters, return, ``x: T``."""
+    if isinstance(node, ast.arg):
+        return [node.annotation] if node.annotation is not None else []
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return [node.returns] if node.returns is not None else []
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    return []
+
+
+def _assigned_name(stmt: ast.stmt) -> str | None:
+    """The one name an assignment statement binds (``x = ...``, ``x: T = ...``)."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+            and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return stmt.target.id
+    return None
 
 
 def _keep(found: dict[tuple[str, str | None, str], Reached], item: Reached) -> None:
@@ -358,10 +506,16 @@ def test_function(index: LinkIndex, path: str, enclosing: str | None) -> TestDef
 
 
 def _enclosing_test(defs: dict[str, TestDef], enclosing: str | None) -> TestDef | None:
+    """The outermost test function around ``enclosing``: a function named like a test
+    inside another function (``def test_app(request)`` in a test) is not one pytest runs."""
     current = defs.get(enclosing or "")
-    while current is not None and not is_test(current):
-        current = defs.get(current.parent or "")
-    return current
+    found = None
+    while current is not None:
+        parent = defs.get(current.parent or "")
+        if is_test(current) and (parent is None or parent.kind not in ("function", "method")):
+            found = current
+        current = parent
+    return found
 
 
 def is_test(d: TestDef) -> bool:

@@ -1,6 +1,8 @@
 """The test selection for CI: what to run instead of the whole suite, chosen for safety.
 
-Every selected item says why it is there. What is selected, per changed symbol:
+Every selected item says why it is there. What is selected, per changed symbol (nothing
+for one whose change runs nowhere: only comments, docstrings or whitespace, or a type
+alias read only in annotations):
 
 1. With the user's coverage data: the tests it saw running the symbol's body (pytest
    node ids). A symbol it ran in no test adds nothing; one it cannot see (new code,
@@ -14,10 +16,13 @@ Every selected item says why it is there. What is selected, per changed symbol:
 
 And per PR: the test files it adds or edits (and, with coverage data from an older
 commit, those changed since); for module-level code, the importers of the module (for
-changed imports only the direct importers: a failing import fails each of them alike).
+changed imports only, the nearest importers unless a test already selected imports it:
+a failing import fails each of them alike).
 
-**Run everything** instead, with the reason, when the change is ubiquitous: a conftest
-whose fixtures and hooks serve every test, the test configuration or dependencies
+**Run everything** instead, with the reason, when the change is ubiquitous: a package's
+``__init__`` changed at module level (it runs whenever anything of the package is
+imported), a conftest whose fixtures and hooks serve every test, the test configuration
+or dependencies
 (``TEST_CONFIGURATION``), a symbol reached from nearly everywhere (the walk passed
 ``MAX_WALK`` definitions), or a selection that already holds more than
 ``RUN_EVERYTHING_SHARE`` of the suite's tests (the PR's own test files aside). The
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -82,6 +87,8 @@ class SymbolTests:
     reach: Reach | None = None  # None: not walked
     covered: SymbolCoverage | None = None
     coverage_label: str = "coverage"
+    # nothing it changes runs (comments, docstrings, a type alias): selects nothing
+    inert: bool = False
 
 
 @dataclass
@@ -104,7 +111,8 @@ def select_tests(symbols: Sequence[SymbolTests], index: LinkIndex, imports: Impo
                  module_changes: Mapping[str, ModuleChange],
                  tests_changed_since: Iterable[str] = (),
                  everything_share: float | None = RUN_EVERYTHING_SHARE,
-                 instances: Mapping[str, int] | None = None) -> TestSelection:
+                 instances: Mapping[str, int] | None = None,
+                 estimate: Callable[[], Mapping[str, int]] | None = None) -> TestSelection:
     """The selection for a PR.
 
     ``index`` is the head's; ``changed_paths`` every path the PR touched;
@@ -113,11 +121,13 @@ def select_tests(symbols: Sequence[SymbolTests], index: LinkIndex, imports: Impo
     the coverage data's commit and the base; ``everything_share`` the share of the
     suite's tests from which everything runs (None: never for that reason);
     ``instances`` how many tests each test function runs (its parametrizations, from
-    coverage data), so that shares count what pytest runs.
+    coverage data), so that shares count what pytest runs; without them, ``estimate``
+    gives such counts from the test files' text, asked for only when the selection looks
+    like most of the suite.
     """
     suite = _Suite.of(index, instances or {})
     changed = sorted(set(changed_paths))
-    everything = _ubiquitous(changed, symbols, suite)
+    everything = _ubiquitous(changed, symbols, suite, module_changes)
     picks = _Picks()
     _pick_conftests(changed, suite, picks)
     for item in symbols:
@@ -132,8 +142,12 @@ def select_tests(symbols: Sequence[SymbolTests], index: LinkIndex, imports: Impo
     targets = _collapsed(picks)
     # The PR's own tests run whatever else is chosen: the question is how far the change
     # reaches.
-    share = suite.share(t.target for t in targets
-                        if t.target not in set(changed_tests) | set(tests_changed_since))
+    own = set(changed_tests) | set(tests_changed_since)
+    reached = [t.target for t in targets if t.target not in own]
+    share = suite.share(reached)
+    if everything_share is not None and share > everything_share and not instances \
+            and estimate is not None:
+        share = _Suite.of(index, estimate()).share(reached)
     if everything is None and everything_share is not None and share > everything_share:
         everything = (f"the change reaches {share:.0%} of the suite's tests: running the "
                       "rest costs little and leaves no path the graph cannot see untested")
@@ -143,8 +157,12 @@ def select_tests(symbols: Sequence[SymbolTests], index: LinkIndex, imports: Impo
     return TestSelection(tuple(targets))
 
 
-def _ubiquitous(changed: Sequence[str], symbols: Sequence[SymbolTests],
-                suite: _Suite) -> str | None:
+def _ubiquitous(changed: Sequence[str], symbols: Sequence[SymbolTests], suite: _Suite,
+                module_changes: Mapping[str, ModuleChange]) -> str | None:
+    for path, kind in sorted(module_changes.items()):
+        if kind == "code" and PurePosixPath(path).name == "__init__.py":
+            return (f"{path} changed at module level: a package's __init__ runs whenever "
+                    "anything of the package is imported")
     for path in changed:
         if TEST_CONFIGURATION.search(path):
             return f"{path} changed: it configures how every test runs or what it runs with"
@@ -152,7 +170,7 @@ def _ubiquitous(changed: Sequence[str], symbols: Sequence[SymbolTests],
                 posixpath.dirname(path)) == suite.files:
             return f"{path} changed: its fixtures and hooks serve every test"
     wide = next((s for s in symbols if s.reach is not None and s.reach.wide
-                 and not _covered(s)), None)
+                 and not _covered(s) and not s.inert), None)
     if wide is not None:
         return (f"{wide.symbol} ({wide.path}) is reached from nearly everywhere: its "
                 "callers lead to more code than one review walks")
@@ -173,6 +191,8 @@ def _covered(item: SymbolTests) -> bool:
 
 def _pick_symbol(item: SymbolTests, imports: ImportGraph, suite: _Suite,
                  picks: _Picks) -> None:
+    if item.inert:
+        return
     if item.covered is not None and _covered(item):
         for test in item.covered.tests:
             picks.add(test, f"ran {item.symbol} ({item.coverage_label})")
@@ -198,13 +218,19 @@ def _pick_symbol(item: SymbolTests, imports: ImportGraph, suite: _Suite,
 
 def _pick_module(path: str, kind: ModuleChange, imports: ImportGraph, suite: _Suite,
                  picks: _Picks) -> None:
-    closure = imports.closure([path])
+    closure = {p: chain for p, chain in imports.closure([path]).items() if p in suite.files}
     if kind == "imports":
-        direct = [p for p, chain in closure.items() if len(chain) == 2 and p in suite.files]
-        if direct:
-            for test in direct:
-                picks.add(test, f"imports {path}, whose imports changed")
+        # An import that fails fails every test importing the module alike: one of them
+        # catches it, and a test already selected may be one.
+        picked = {t.split("::", 1)[0] for t in picks.reasons}
+        if picked & set(closure):
             return
+        nearest = min((len(chain) for chain in closure.values()), default=0)
+        for test, chain in closure.items():
+            if len(chain) == nearest:
+                picks.add(test, f"imports {path} (through {len(chain) - 2} other file(s)), "
+                                "whose imports changed: one importer catches a failing import")
+        return
     for test, chain in closure.items():
         if test in suite.files:
             picks.add(test, f"imports {path} (through {len(chain) - 1} file(s)), whose "
