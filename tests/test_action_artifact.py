@@ -16,7 +16,10 @@ import pytest
 
 from pr_context.action.artifact import ArtifactLimits, evidence_member
 from pr_context.action.evidence import MAX_SYMBOLS, parse_evidence, report_from_evidence
+from pr_context.coverage import SymbolCoverage
 from pr_context.errors import ArtifactError
+from pr_context.links.selection import SelectedTest
+from pr_context.render import render_comment
 from pr_context.report import EvidenceItem, IndexInfo, Report, SymbolReport, evidence_json
 
 REPO = "octo/shop"
@@ -150,10 +153,13 @@ def _report() -> Report:
                     needs_update=False, status="stale", signals={"parameter": 0.8}),),
         old_signature="def create_session(user, token, retries=3):",
         new_signature="def create_session(user, token):",
-        parameter_changes=("removed param retries",))
+        parameter_changes=("removed param retries",),
+        coverage=SymbolCoverage("executed", ("tests/test_session.py::test_x",)))
     index = IndexInfo("b1", HEAD, BASE, "p1", "none", {"include": []}, True, 10, 20)
-    return Report(REPO, BASE, HEAD, index, (symbol,), ("tests/test_session.py::test_x",),
-                  timings_ms={"review": 12}, notes=("a note",))
+    return Report(REPO, BASE, HEAD, index, (symbol,), ("tests",),
+                  timings_ms={"review": 12}, notes=("a note",),
+                  selection_details=(SelectedTest("tests", ("every test",)),),
+                  run_everything="shop/__init__.py changed at module level")
 
 
 def _evidence() -> dict[str, Any]:
@@ -166,6 +172,9 @@ def test_valid_evidence_gives_back_the_report() -> None:
     assert report.symbols == expected.symbols
     assert (report.repository, report.base, report.head) == (REPO, BASE, HEAD)
     assert report.test_selection == expected.test_selection and report.notes == expected.notes
+    assert report.selection_details == expected.selection_details
+    assert report.run_everything == expected.run_everything
+    assert "all tests to run" in render_comment(report)
     assert report.index.path_policy == {} and report.timings_ms == {}
 
 
@@ -174,11 +183,16 @@ def test_unknown_keys_are_ignored_and_missing_additive_ones_default() -> None:
     evidence["pull_request"] = {"number": 8}
     for key in ("notes", "excluded_files", "skipped_files", "summary"):
         del evidence[key]
+    for key in ("test_selection_details", "run_everything", "run_everything_reason"):
+        del evidence[key]
     del evidence["changed_symbols"][0]["analysed"]
+    del evidence["changed_symbols"][0]["coverage"]
     del evidence["changed_symbols"][0]["callers"][0]["needs_update"]
     report = report_from_evidence(evidence, REPO, HEAD)
     assert report.notes == () and report.symbols[0].analysed
     assert not report.symbols[0].callers[0].needs_update
+    assert report.selection_details == () and report.run_everything is None
+    assert report.symbols[0].coverage is None
 
 
 S0, C0 = ["changed_symbols", 0], ["changed_symbols", 0, "callers", 0]
@@ -226,6 +240,17 @@ S0, C0 = ["changed_symbols", 0], ["changed_symbols", 0, "callers", 0]
     (["test_selection"], ["/etc/passwd::x"], "relative, normalised"),
     (["test_selection"], "tests/x.py", "a list"),
     (["notes"], ["x" * 3000], "characters"),
+    (["run_everything"], "yes", "true or false"),
+    (["run_everything"], False, "exactly when run_everything"),
+    (["run_everything_reason"], None, "exactly when run_everything"),
+    (["run_everything_reason"], "a\x1b[2Jb", "control characters"),
+    (["test_selection_details", 0, "target"], "../x.py", "relative, normalised"),
+    (["test_selection_details", 0, "reasons"], ["x" * 3000], "characters"),
+    (["test_selection_details", 0, "reasons"], "why", "a list"),
+    (["test_selection_details"], {}, "a list"),
+    ([*S0, "coverage", "status"], "maybe", "one of"),
+    ([*S0, "coverage", "tests"], ["/abs::t"], "relative, normalised"),
+    ([*S0, "coverage"], [], "an object"),
     (["index", "files"], -1, "integer"),
     (["index", "path_policy"], [], "an object"),
     (["timings_ms"], {"review": -5}, "integer"),

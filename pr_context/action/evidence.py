@@ -5,7 +5,9 @@ before it is checked: every contract key (DESIGN.md) must be there with its type
 have a length cap and names and paths no control characters; paths are relative and
 normalised (``a/b.py``: no ``/`` at the start, no ``\\``, ``..``, ``.`` or empty
 segment); SHAs are 40 or 64 lowercase hex digits; lines are 1-based with end >= start;
-counts are capped. Keys beyond the contract are additive and ignored, never read.
+counts are capped. The additive keys the comment shows (why each test is selected, why
+everything should run, what the user's coverage data says of each symbol) are checked
+the same way when present; other keys beyond the contract are ignored, never read.
 The report's repository and head must be the ones the caller expects (from the event).
 
 The result is only data for pr-context's own templates: no text of the file is posted
@@ -20,7 +22,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, get_args
 
+from pr_context.coverage import CoverageStatus, SymbolCoverage
 from pr_context.errors import ArtifactError
+from pr_context.links.selection import SelectedTest
 from pr_context.models import Role
 from pr_context.report import EVIDENCE_SCHEMA_VERSION, EvidenceItem, IndexInfo, Report, SymbolReport
 
@@ -36,9 +40,11 @@ MAX_REASON_CHARS = 2_000  # the producer cuts reasons at 1,000 (review.MAX_REASO
 MAX_SIGNATURE_CHARS = 20_000
 MAX_LINE = 10_000_000
 MAX_SIGNALS = 16
+MAX_REASONS = 100  # why one test is selected
 _CHANGES = frozenset({"added", "modified", "removed", "renamed", "signature_changed"})
 _ROLES = frozenset(get_args(Role))
 _STATUSES = frozenset({"stale", "updated"})
+_COVERAGE_STATUSES = frozenset(get_args(CoverageStatus))
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _WORD = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -93,7 +99,35 @@ def report_from_evidence(data: Any, repository: str, head: str) -> Report:
         timings_ms=top.counts("timings_ms"),
         excluded_files=tuple(top.each("excluded_files", MAX_LIST, _path, required=False)),
         skipped_files=tuple(top.each("skipped_files", MAX_LIST, _path, required=False)),
-        notes=tuple(top.each("notes", MAX_NOTES, _note, required=False)))
+        notes=tuple(top.each("notes", MAX_NOTES, _note, required=False)),
+        selection_details=tuple(top.each("test_selection_details", MAX_LIST, _selected,
+                                         required=False)),
+        run_everything=_run_everything(top))
+
+
+def _run_everything(top: _Fields) -> str | None:
+    """Why the whole suite should run, or None; the flag and the reason must agree."""
+    flag = top.flag("run_everything", default=False)
+    reason = top.text("run_everything_reason", MAX_REASON_CHARS, free=True, nullable=True)
+    if flag != (reason is not None):
+        raise _invalid("run_everything_reason", "a reason exactly when run_everything is true")
+    return reason  # type: ignore[no-any-return]
+
+
+def _selected(value: Any, where: str) -> SelectedTest:
+    fields = _Fields(value, where)
+    return SelectedTest(fields.test_target("target"),
+                        tuple(fields.each("reasons", MAX_REASONS, _note)))
+
+
+def _coverage(value: Any, where: str) -> SymbolCoverage | None:
+    """What the user's coverage data said of a symbol, or None (no coverage given)."""
+    if value is None:
+        return None
+    fields = _Fields(value, where)
+    return SymbolCoverage(fields.choice("status", _COVERAGE_STATUSES),
+                          tuple(fields.each("tests", MAX_LIST, _node_id)),
+                          fields.text("reason", MAX_REASON_CHARS, free=True))
 
 
 def _index(fields: _Fields) -> IndexInfo:
@@ -128,7 +162,8 @@ def _symbol(value: Any, where: str) -> SymbolReport:
         parameter_changes=tuple(fields.each("parameter_changes", 500, _parameter_change,
                                             required=False)),
         cosmetic=fields.flag("cosmetic", default=False),
-        analysed=fields.flag("analysed", default=True))
+        analysed=fields.flag("analysed", default=True),
+        coverage=fields.optional("coverage", _coverage))
 
 
 def _item(value: Any, where: str) -> EvidenceItem:
@@ -232,6 +267,9 @@ class _Fields:
         value = self._get(key, required=not nullable)
         return None if nullable and value in (None, _MISSING) else _path(value, self._at(key))
 
+    def test_target(self, key: str) -> str:
+        return _test_target(self._get(key), self._at(key))
+
     def sha(self, key: str) -> str:
         return str(self.text(key, 64, pattern=_SHA.pattern))
 
@@ -291,6 +329,11 @@ class _Fields:
                 _text(name, f"{self._at(key)} key", 64, pattern=r"[\w.-]+")
                 fields.integer(name, 0, 10**12)
         return {}
+
+    def optional(self, key: str, parse: Callable[[Any, str], T | None]) -> T | None:
+        """``parse`` of the value at ``key``; None when it is missing."""
+        value = self._get(key, required=False)
+        return None if value is _MISSING else parse(value, self._at(key))
 
     def each(self, key: str, max_items: int, parse: Callable[[Any, str], T], *,
              required: bool = True) -> list[T]:
