@@ -189,11 +189,17 @@ class CaseResult:
     error: str | None = None
 
 
+# review's analysis budget: a PR of hundreds of symbols on a loaded machine ran past the
+# default minute and listed the rest untested; the grade is of the evidence, not the speed
+REVIEW_BUDGET_S = 3600
+
+
 def _review(clone: Path, base: str, head: str, db: Path, out: Path,
             extra: Sequence[str] = ()) -> dict[str, Any]:
     done = subprocess.run(["pr-context", "review", "--repo", str(clone), "--base", base,
                            "--head", head, "--db", str(db), "--out", str(out),
-                           "--no-embeddings", "--json", "--quiet", *extra],
+                           "--no-embeddings", "--json", "--quiet",
+                           "--budget", str(REVIEW_BUDGET_S), *extra],
                           capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"pr-context review failed: {done.stderr.strip()[-500:]}")
@@ -435,8 +441,8 @@ Written by `evals/test_selection/run_selection_eval.py`; do not edit by hand. Me
 `evals/test_selection/cases.jsonl` (SHAs and paths only). The oracle: each project's own
 test suite, run at the change's base in a throwaway virtualenv under pytest-cov with
 per-test contexts; a test *executes* a changed function when coverage.py saw it run a
-line of the function's body. `pr-context review --no-embeddings` runs on the base and a
-head holding only the change's source files (its test edits withheld).
+line of the function's body. `pr-context review --no-embeddings --budget 3600` runs on the
+base and a head holding only the change's source files (its test edits withheld).
 
 Two outputs, two rules ([cli.md](cli.md#pr-context-review)): the **linked tests** of a
 symbol are a reviewer's short list, ranked for precision (coverage, then call paths, then
