@@ -124,3 +124,17 @@ def test_module_names_and_imports() -> None:
     assert fn.imported_modules("src/pkg/sub/mod.py",
                                "from . import a\nfrom ..b import c\nimport os.path\n") == {
         "pkg.sub", "pkg.sub.a", "pkg.b", "pkg.b.c", "os.path"}
+
+
+def test_a_report_renders_again_from_the_results_a_run_wrote(tmp_path: Path) -> None:
+    import json
+    from dataclasses import asdict
+
+    result = ev.CaseResult("p-1", "o/p", 10, 2, 1, runs={
+        "plain": ev.Run(["tests"], "everything", 1.0, 1.0, 1.0, 1.0),
+        "coverage": ev.Run(["tests/test_a.py::t"], None, 1.0, 1.0, 0.1, 0.5)},
+        symbols=[ev.SymbolScore("p.f", 1, {"plain": 0.5, "coverage": 1.0, "naming": None},
+                                {"plain": 1.0, "coverage": 1.0, "naming": None})])
+    saved = tmp_path / "results.json"
+    saved.write_text(json.dumps([asdict(result)]), encoding="utf-8")
+    assert ev.results_from_json(saved) == [result]
