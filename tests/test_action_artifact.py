@@ -154,7 +154,8 @@ def _report() -> Report:
         old_signature="def create_session(user, token, retries=3):",
         new_signature="def create_session(user, token):",
         parameter_changes=("removed param retries",),
-        coverage=SymbolCoverage("executed", ("tests/test_session.py::test_x",)))
+        coverage=SymbolCoverage("executed", ("tests/test_session.py::test_x",)),
+        changed_inside=("shop.session.create_session.inner",))
     index = IndexInfo("b1", HEAD, BASE, "p1", "none", {"include": []}, True, 10, 20)
     return Report(REPO, BASE, HEAD, index, (symbol,), ("tests",),
                   timings_ms={"review": 12}, notes=("a note",),
@@ -251,6 +252,7 @@ S0, C0 = ["changed_symbols", 0], ["changed_symbols", 0, "callers", 0]
     ([*S0, "coverage", "status"], "maybe", "one of"),
     ([*S0, "coverage", "tests"], ["/abs::t"], "relative, normalised"),
     ([*S0, "coverage"], [], "an object"),
+    ([*S0, "changed_inside"], ["f\x1b[31m"], "control characters"),
     (["index", "files"], -1, "integer"),
     (["index", "path_policy"], [], "an object"),
     (["timings_ms"], {"review": -5}, "integer"),

@@ -6,8 +6,9 @@ have a length cap and names and paths no control characters; paths are relative 
 normalised (``a/b.py``: no ``/`` at the start, no ``\\``, ``..``, ``.`` or empty
 segment); SHAs are 40 or 64 lowercase hex digits; lines are 1-based with end >= start;
 counts are capped. The additive keys the comment shows (why each test is selected, why
-everything should run, what the user's coverage data says of each symbol) are checked
-the same way when present; other keys beyond the contract are ignored, never read.
+everything should run, what the user's coverage data says of each symbol, the nested
+functions a change was in) are checked the same way when present; other keys beyond
+the contract are ignored, never read.
 The report's repository and head must be the ones the caller expects (from the event).
 
 The result is only data for pr-context's own templates: no text of the file is posted
@@ -163,6 +164,8 @@ def _symbol(value: Any, where: str) -> SymbolReport:
                                             required=False)),
         cosmetic=fields.flag("cosmetic", default=False),
         analysed=fields.flag("analysed", default=True),
+        changed_inside=tuple(fields.each("changed_inside", MAX_ITEMS, _qualified_name,
+                                         required=False)),
         coverage=fields.optional("coverage", _coverage))
 
 
@@ -202,6 +205,10 @@ def _test_target(value: Any, where: str) -> str:
 
 def _node_id(value: Any, where: str) -> str:
     return _test_target(value, where)
+
+
+def _qualified_name(value: Any, where: str) -> str:
+    return _text(value, where, MAX_NAME_CHARS)
 
 
 def _note(value: Any, where: str) -> str:
