@@ -11,8 +11,9 @@ machine whose load drifts treats them alike:
 
 - **baseline**: the pr-context source at ``--baseline`` (a git revision of this
   repository, extracted into ``evals/.cache/``), torch backend;
-- **torch**: this tree, torch backend;
-- **onnx-int8**: this tree, the ONNX int8 backend (its export made once, before timing).
+- one variant per ``--backends`` entry (default ``onnx,onnx-int8``: the default backend
+  and the quantized one): this tree with that backend (an ONNX graph is made once,
+  before timing).
 
 Each variant gets its own index of each base revision, built lexically and then given a
 random unit vector per chunk text (the search and review cost does not depend on the
@@ -267,8 +268,9 @@ def render(figures: dict[str, Any], command: str) -> str:
         "```sh", command, "```", "",
         f"On {REPOSITORY} (a bare clone), {figures['machine']}, measured "
         f"{figures['date']}. Variants run interleaved; each figure is one process. "
-        f"`baseline` is pr-context at `{figures['baseline'][:12]}` (torch); `torch` and "
-        "`onnx-int8` are this tree with that backend. Indexes hold a random vector per "
+        f"`baseline` is pr-context at `{figures['baseline'][:12]}` (torch); "
+        f"{' and '.join(f'`{n}`' for n in names[1:])} are this tree with that backend "
+        "(`onnx` is the default). Indexes hold a random vector per "
         "chunk (cost, not quality, is measured here); query and changed-chunk vectors "
         "come from the real model.", "",
         f"## `pr-context search` ({len(figures['queries'])} queries, index of "
@@ -319,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=len(QUERIES),
                         help="how many of the queries to time (a loaded machine: fewer)")
     parser.add_argument("--review-runs", type=int, default=REVIEW_RUNS)
+    parser.add_argument("--backends", default="onnx,onnx-int8",
+                        help="comma-separated backends of this tree to time (torch needs "
+                             "the torch extra)")
     parser.add_argument("--doc", type=Path, help="write the Markdown report here")
     parser.add_argument("--render-only", action="store_true",
                         help="only render --doc from the figures of the last run")
@@ -332,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     repo = clone(args.source)
     variants = [Variant("baseline", baseline_source(args.baseline), None),
-                Variant("torch", ROOT, "torch"), Variant("onnx-int8", ROOT, "onnx-int8")]
+                *(Variant(b, ROOT, b) for b in filter(None, args.backends.split(",")))]
     check_baseline(variants[0])
     figures = measure(variants, repo, args.profile, QUERIES[:args.queries],
                       args.review_runs)
@@ -346,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
                    f"{os.getloadavg()[0]:.1f} at the end"})
     command = " ".join(["python evals/bench_process.py", *(
         [f"--queries {args.queries}"] if args.queries != len(QUERIES) else []), *(
-        [f"--review-runs {args.review_runs}"] if args.review_runs != REVIEW_RUNS else []),
+        [f"--review-runs {args.review_runs}"] if args.review_runs != REVIEW_RUNS else []), *(
+        [f"--backends {args.backends}"] if args.backends != "onnx,onnx-int8" else []),
         "--doc docs/process-performance.md"])
     figures["command"] = command
     OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
