@@ -53,6 +53,8 @@ _MIRROR = Path("/work/.mirror")
 
 
 def _load(name: str, path: Path) -> ModuleType:
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))  # it imports the modules beside it by name
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
