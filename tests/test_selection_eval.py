@@ -138,3 +138,27 @@ def test_a_report_renders_again_from_the_results_a_run_wrote(tmp_path: Path) -> 
     saved = tmp_path / "results.json"
     saved.write_text(json.dumps([asdict(result)]), encoding="utf-8")
     assert ev.results_from_json(saved) == [result]
+
+
+def _reason(via: tuple[str, ...], **weak: object) -> str:
+    """A linked test's reason, worded by linked_tests itself."""
+    from pr_context.changes import ChangedSymbol
+    from pr_context.links.linked_tests import _reach_reason
+    from pr_context.links.reach import Reached
+
+    change = ChangedSymbol("src/m.py", None, "parse", "m.parse", None, "function",
+                           "modified", False, 1, 2, None, None, (), ())
+    return _reach_reason(change, Reached("tests/test_m.py", None, len(via) + 1, 1.0, via, 3,
+                                         "call", **weak))  # type: ignore[arg-type]
+
+
+def test_linked_kinds_reads_the_calls_and_weak_links_of_a_reason() -> None:
+    lk = _load("linked_kinds")
+    direct, helper, deep = _reason(()), _reason(("helper",)), _reason(("run", "helper"))
+    assert [lk.hops(r) for r in (direct, helper, deep)] == [1, 2, 3]
+    assert lk.weak_links(helper) == ()
+    weak = _reason(("Parser", "__iter__"), through="Parser", state="DEFAULTS",
+                   candidate=True)
+    assert lk.weak_links(weak) == ("objects", "import-time value", "same-name candidate")
+    assert lk.kind({"reason": helper, "signals": {"graph": 0.7}}) == "call path, 2 call(s)"
+    assert lk.kind({"reason": "statistical: x", "signals": {"cochange": 0.5}}) == "statistical"
