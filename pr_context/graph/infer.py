@@ -363,6 +363,12 @@ def _returned_values(tables: Tables, function: Inferred, how: str) -> Inferred |
         found: Inferred | None = tables.returned[key]
         return found
     tables.returned[key] = None  # a recursive call returns what the other returns do
+    found = _agreed_returns(tables, function, how)
+    tables.returned[key] = found  # set even when None: graph.reads sees the end
+    return found
+
+
+def _agreed_returns(tables: Tables, function: Inferred, how: str) -> Inferred | None:
     d = tables.definitions[function.target]
     values = set()
     for line, text in tables.returns.get(d.qualified_name, ()):
@@ -376,9 +382,7 @@ def _returned_values(tables: Tables, function: Inferred, how: str) -> Inferred |
         return None
     kind, target, line = min(values, key=lambda v: v[2])
     shown = f"items of {target}" if kind == "iterable" else f"a {target}"
-    found = Inferred(kind, target, f"{how}, {shown} (returned on line {line})")
-    tables.returned[key] = found
-    return found
+    return Inferred(kind, target, f"{how}, {shown} (returned on line {line})")
 
 
 def _is_property(tables: Tables, d: Def) -> bool:

@@ -30,6 +30,7 @@ from pr_context.graph.annotations import (
 )
 from pr_context.graph.infer import FUNCTION_KINDS, Inferred, infer, is_inferable
 from pr_context.graph.names import enclosing_class, is_enum, resolve_in
+from pr_context.graph.reads import EVERYTHING, Read, ReadLog, RecordedMap, RecordedMemo
 from pr_context.graph.tables import CLASS_KINDS, Assignment, Def, Tables
 
 __all__ = ["bind_types"]
@@ -72,6 +73,9 @@ class _Pending:
     scope: Def | None  # None: at module level
     value: str  # an expression, or (``loop``) the iterable a loop runs over
     loop: bool
+    slot: Read  # the binding the assignment belongs to, as the tables' lookups read it
+    reads: set[Read] | None = None  # what its last inference read; None: not yet inferred
+    round: int = 0  # the round of its last inference
 
 
 @dataclass
@@ -115,13 +119,102 @@ def bind_types(tables: Tables) -> Tables:
     tables = replace(tables, members={c: frozenset(n) for c, n in members.items()},
                      aliases=_agreed_aliases(bindings), file_bindings={})
     fixtures: dict[Key, list[Assignment]] = {}
-    for _ in range(MAX_ROUNDS):
-        tables = _frozen(tables, bindings, fixtures)
+    rounds = _Rounds(_frozen(tables, bindings, fixtures), bindings)
+    for number in range(MAX_ROUNDS):
+        tables = rounds.tables()
         typed = _fixture_parameters(tables, bindings.variables)
-        if not _infer_pending(tables, bindings) and typed == fixtures:
+        if not rounds.infer_pending(tables, number) and typed == fixtures:
             break
+        rounds.fixtures_changed(fixtures, typed, number)
         fixtures = typed
     return _frozen(tables, bindings, fixtures)
+
+
+class _Rounds:
+    """The tables of each round, and which pending values need inferring again.
+
+    A round infers every pending value from the tables of the round before. A value that
+    failed is inferred again only when a binding its inference read (see
+    :mod:`pr_context.graph.reads`) has changed since: inferring it again would read the
+    same and fail the same. Between rounds only the changed bindings are refrozen.
+    """
+
+    def __init__(self, tables: Tables, bindings: _Bindings) -> None:
+        self.log = ReadLog()
+        self.bindings = bindings
+        self.changed: dict[Read, int] = {}  # binding -> the last round that changed it
+        self.dirty: set[Read] = set()  # changed since the tables were last made
+        self.base = tables
+        self.variables = RecordedMap(tables.variables.items(), self.log, "variables")
+        self.attributes = RecordedMap(tables.attributes.items(), self.log, "attributes")
+        self.globals = RecordedMap(tables.globals.items(), self.log, "globals")
+        self.fixtures: Mapping[Key, list[Assignment]] = {}
+
+    def tables(self) -> Tables:
+        for tag, key in self.dirty:
+            assert isinstance(key, tuple)
+            self._refreeze(tag, key)
+        self.dirty.clear()
+        return replace(self.base, variables=self.variables, attributes=self.attributes,
+                       globals=self.globals, returned=RecordedMemo(self.log))
+
+    def _refreeze(self, tag: str, key: Key) -> None:
+        """Set the frozen value of one binding as :func:`_frozen` would."""
+        b = self.bindings
+        if tag == "variables":  # fixtures, else declared types, else assignments
+            held = self.fixtures.get(key) or (
+                (b.declared.get(key) or b.variables[key]) if key in b.variables else None)
+            if held is None:
+                self.variables.pop(key, None)
+            else:
+                self.variables[key] = tuple(sorted(held, key=lambda a: a.line))
+            return
+        every = (b.declared_attributes[key] if key in b.declared_attributes
+                 else b.attributes.get(key)) if tag == "attributes" else b.globals.get(key)
+        target = self.attributes if tag == "attributes" else self.globals
+        agreed = _agreed({key: every}) if every else {}
+        if key in agreed:
+            target[key] = agreed[key]
+        else:
+            target.pop(key, None)
+
+    def infer_pending(self, tables: Tables, number: int) -> bool:
+        """Infer what pending assignments hold; True when one became known."""
+        still: list[_Pending] = []
+        for item in self.bindings.pending:
+            if not self._may_change(item):
+                still.append(item)
+                continue
+            assignment = item.held[item.index]
+            self.log.start()
+            value = infer(tables, item.path, item.scope, assignment.line, item.value)
+            item.reads, item.round = self.log.finish(), number
+            if value is None or (item.loop and value.kind != "iterable") or (
+                    value.kind not in {"instance", "iterable"}):
+                still.append(item)
+                continue
+            iterable = value.kind == "iterable" and not item.loop  # a loop takes one item
+            item.held[item.index] = replace(assignment, cls=value.target, iterable=iterable)
+            self._change(item.slot, number)
+        changed = len(still) < len(self.bindings.pending)
+        self.bindings.pending = still
+        return changed
+
+    def _may_change(self, item: _Pending) -> bool:
+        if item.reads is None or EVERYTHING in item.reads:
+            return True
+        return any(self.changed.get(read, -1) >= item.round for read in item.reads)
+
+    def fixtures_changed(self, before: Mapping[Key, list[Assignment]],
+                         after: Mapping[Key, list[Assignment]], number: int) -> None:
+        self.fixtures = after
+        for key in {*before, *after}:
+            if before.get(key) != after.get(key):
+                self._change(("variables", key), number)
+
+    def _change(self, read: Read, number: int) -> None:
+        self.changed[read] = number
+        self.dirty.add(read)
 
 
 def _agreed_aliases(bindings: _Bindings) -> dict[Key, str]:
@@ -140,23 +233,6 @@ def _frozen(tables: Tables, bindings: _Bindings, fixtures: Mapping[Key, list[Ass
     return replace(tables, variables=_sorted({**variables, **fixtures}),
                    attributes=_agreed(attributes), globals=_agreed(bindings.globals),
                    returns=returns, returned={})
-
-
-def _infer_pending(tables: Tables, bindings: _Bindings) -> bool:
-    """Infer what pending assignments hold; True when one became known."""
-    still: list[_Pending] = []
-    for item in bindings.pending:
-        assignment = item.held[item.index]
-        value = infer(tables, item.path, item.scope, assignment.line, item.value)
-        if value is None or (item.loop and value.kind != "iterable") or (
-                value.kind not in {"instance", "iterable"}):
-            still.append(item)
-            continue
-        iterable = value.kind == "iterable" and not item.loop  # a loop takes one item
-        item.held[item.index] = replace(assignment, cls=value.target, iterable=iterable)
-    changed = len(still) < len(bindings.pending)
-    bindings.pending = still
-    return changed
 
 
 def _python_classes(tables: Tables) -> Iterator[Def]:
@@ -197,9 +273,10 @@ def _bind_assignment(tables: Tables, path: str, scope: Def | None, line: int,
     named = annotated_type(tables, path, where, annotation) if annotation else None
     held = (_typed(line, named, f"annotated as {annotation} on line {line}")
             if named else Assignment(line, None, _describe(value, loop, line)))
-    target = _binding_list(tables, path, scope, name, bindings)
-    if target is None:
+    slot = _binding_slot(tables, path, scope, name, bindings)
+    if slot is None:
         return
+    target = _slot_list(bindings, slot)
     if scope is None and value and _DOTTED_VALUE.fullmatch(value.partition("#")[0].strip()):
         other = resolve_in(tables, path, None, value.partition("#")[0].strip())
         if other is not None and other in tables.definitions:
@@ -215,7 +292,8 @@ def _bind_assignment(tables: Tables, path: str, scope: Def | None, line: int,
         bindings.declared[(scope.qualified_name, name)].append(held)
     target.append(held)
     if held.cls is None and value and is_inferable(value):
-        bindings.pending.append(_Pending(target, len(target) - 1, path, scope, value, loop))
+        bindings.pending.append(_Pending(target, len(target) - 1, path, scope, value, loop,
+                                         slot))
 
 
 def _bind_return(function: str, line: int, text: str, bindings: _Bindings) -> None:
@@ -228,20 +306,27 @@ def _bind_return(function: str, line: int, text: str, bindings: _Bindings) -> No
         bindings.returns[function].append((line, returned.group(1)))
 
 
-def _binding_list(tables: Tables, path: str, scope: Def | None, name: str,
-                  bindings: _Bindings) -> list[Assignment] | None:
+def _binding_slot(tables: Tables, path: str, scope: Def | None, name: str,
+                  bindings: _Bindings) -> tuple[str, Key] | None:
     """Where an assignment of ``name`` goes: a module-level name (at module level, or in a
     function that declares it ``global``), a class attribute (in a class body or to
-    ``self.name``), or a local."""
+    ``self.name``), or a local; as (the tables' mapping, key)."""
     if scope is None or name in bindings.global_names.get(scope.qualified_name, ()):
-        return None if name.startswith("self.") else bindings.globals[(path, name)]
+        return None if name.startswith("self.") else ("globals", (path, name))
     if scope.kind in CLASS_KINDS:
-        return None if name.startswith("self.") else bindings.attributes[
-            (scope.qualified_name, name)]
+        return None if name.startswith("self.") else (
+            "attributes", (scope.qualified_name, name))
     if not name.startswith("self."):
-        return bindings.variables[(scope.qualified_name, name)]
+        return "variables", (scope.qualified_name, name)
     cls = enclosing_class(tables, scope.qualified_name)
-    return bindings.attributes[(cls, name[5:])] if cls else None
+    return ("attributes", (cls, name[5:])) if cls else None
+
+
+def _slot_list(bindings: _Bindings, slot: tuple[str, Key]) -> list[Assignment]:
+    tag, key = slot
+    lists = {"globals": bindings.globals, "attributes": bindings.attributes,
+             "variables": bindings.variables}[tag]
+    return lists[key]
 
 
 def _assignments(text: str) -> Iterator[tuple[str, str | None, str | None, bool]]:
