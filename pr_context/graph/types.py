@@ -94,8 +94,12 @@ class _Bindings:
     aliases: dict[Key, list[str]]  # (path, name) -> definitions ``name = Other`` names
 
 
-def bind_types(tables: Tables) -> Tables:
-    """``tables`` with the variables and ``self`` attributes whose class is evident."""
+def bind_types(tables: Tables, *, every_round: bool = False) -> Tables:
+    """``tables`` with the variables and ``self`` attributes whose class is evident.
+
+    ``every_round`` infers every pending value in every round, as if none could be
+    skipped: the same tables, slower (tests compare the two).
+    """
     bindings = _Bindings(defaultdict(list), defaultdict(list), defaultdict(list),
                          defaultdict(list), defaultdict(list), defaultdict(set), [],
                          defaultdict(list), set(), defaultdict(list))
@@ -119,10 +123,11 @@ def bind_types(tables: Tables) -> Tables:
     tables = replace(tables, members={c: frozenset(n) for c, n in members.items()},
                      aliases=_agreed_aliases(bindings), file_bindings={})
     fixtures: dict[Key, list[Assignment]] = {}
-    rounds = _Rounds(_frozen(tables, bindings, fixtures), bindings)
+    rounds = _Rounds(_frozen(tables, bindings, fixtures), bindings, every_round)
+    requests = _fixture_requests(tables)
     for number in range(MAX_ROUNDS):
         tables = rounds.tables()
-        typed = _fixture_parameters(tables, bindings.variables)
+        typed = _fixture_parameters(tables, bindings.variables, requests)
         if not rounds.infer_pending(tables, number) and typed == fixtures:
             break
         rounds.fixtures_changed(fixtures, typed, number)
@@ -139,7 +144,8 @@ class _Rounds:
     same and fail the same. Between rounds only the changed bindings are refrozen.
     """
 
-    def __init__(self, tables: Tables, bindings: _Bindings) -> None:
+    def __init__(self, tables: Tables, bindings: _Bindings, every_round: bool) -> None:
+        self.every_round = every_round
         self.log = ReadLog()
         self.bindings = bindings
         self.changed: dict[Read, int] = {}  # binding -> the last round that changed it
@@ -201,7 +207,7 @@ class _Rounds:
         return changed
 
     def _may_change(self, item: _Pending) -> bool:
-        if item.reads is None or EVERYTHING in item.reads:
+        if self.every_round or item.reads is None or EVERYTHING in item.reads:
             return True
         return any(self.changed.get(read, -1) >= item.round for read in item.reads)
 
@@ -256,13 +262,14 @@ def _bind_lines(tables: Tables, path: str, lines: Mapping[int, str],
         function = scope if scope is not None and scope.kind in FUNCTION_KINDS else None
         if function is not None:
             _bind_return(function.qualified_name, line, text, bindings)
-            declared = _GLOBAL.match(text)
+            declared = _GLOBAL.match(text) if "global" in text else None
             if declared:
                 bindings.global_names[function.qualified_name].update(
                     re.findall(r"\w+", declared.group(1)))
-        for name, annotation, value, loop in _assignments(text):
-            _bind_assignment(tables, path, scope, line, (name, annotation, value, loop),
-                             bindings)
+        if "=" in text or ":" in text or "for" in text:  # what every binding form needs
+            for name, annotation, value, loop in _assignments(text):
+                _bind_assignment(tables, path, scope, line, (name, annotation, value, loop),
+                                 bindings)
 
 
 def _bind_assignment(tables: Tables, path: str, scope: Def | None, line: int,
@@ -324,9 +331,9 @@ def _binding_slot(tables: Tables, path: str, scope: Def | None, name: str,
 
 def _slot_list(bindings: _Bindings, slot: tuple[str, Key]) -> list[Assignment]:
     tag, key = slot
-    lists = {"globals": bindings.globals, "attributes": bindings.attributes,
-             "variables": bindings.variables}[tag]
-    return lists[key]
+    if tag == "variables":
+        return bindings.variables[key]
+    return bindings.attributes[key] if tag == "attributes" else bindings.globals[key]
 
 
 def _assignments(text: str) -> Iterator[tuple[str, str | None, str | None, bool]]:
@@ -398,23 +405,35 @@ def _line_owners(functions: list[Def]) -> dict[int, Def]:
     return owners
 
 
-def _fixture_parameters(tables: Tables, variables: Mapping[Key, list[Assignment]]
-                        ) -> dict[Key, list[Assignment]]:
+@dataclass(frozen=True)
+class _Requests:
+    """The fixtures, and the tests and fixtures with the parameters that request them."""
+
+    fixtures: tuple[Def, ...]
+    requesting: tuple[tuple[Def, tuple[tuple[str, str | None], ...]], ...]
+
+
+def _fixture_requests(tables: Tables) -> _Requests:
+    fixtures = [d for d in _python_functions(tables) if _is_fixture(tables, d)]
+    is_fixture = set(fixtures)
+    return _Requests(tuple(fixtures), tuple(
+        (d, tuple(parameters(d.signature))) for d in _python_functions(tables)
+        if d.name.startswith("test") or d in is_fixture))
+
+
+def _fixture_parameters(tables: Tables, variables: Mapping[Key, list[Assignment]],
+                        requests: _Requests) -> dict[Key, list[Assignment]]:
     """Parameters of tests and fixtures typed by the fixture of their name.
 
     A fixture that returns another fixture (``def f(pm): return pm``) is typed in the
     round after. A nearer fixture of unknown class hides a farther typed one.
     """
-    fixtures = [d for d in _python_functions(tables) if _is_fixture(tables, d)]
     by_name: dict[str, list[tuple[Def, Assignment | None]]] = defaultdict(list)
-    for d in fixtures:
+    for d in requests.fixtures:
         by_name[d.name].append((d, _fixture_class(tables, d)))
-    is_fixture = set(fixtures)
-    requesting = [d for d in _python_functions(tables)
-                  if d.name.startswith("test") or d in is_fixture]
     typed: dict[Key, list[Assignment]] = {}
-    for d in requesting:
-        for name, annotation in parameters(d.signature):
+    for d, requested in requests.requesting:
+        for name, annotation in requested:
             key = (d.qualified_name, name)
             found = None if annotation or key in variables else _visible_fixture(
                 d.path, by_name.get(name, []))
