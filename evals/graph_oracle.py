@@ -12,9 +12,10 @@ tree; the first is the reference. Each project (``--project``, default all of
 ``evals/.cache/``) is indexed once at its pinned commit (``--no-embeddings``). Then, per
 code version, one process builds the symbol graph of that index and writes, for every
 definition, its callers (:func:`pr_context.graph.callers_of`: every site, how, confidence,
-reason, candidate, sole, kind) and its linked tests (:func:`pr_context.links.linked_tests`
-as the review calls it, for a symbol changed in place), and a digest of the type bindings
-the graph inferred. The answers must be equal, definition by definition; the first
+reason, candidate, sole, kind), its walk to the tests (``Reacher.reach``) and linked tests
+(:func:`pr_context.links.linked_tests`) as the review asks for a symbol changed in place
+(for every ``--links-every``-th definition), and a digest of the type bindings the graph
+inferred. The answers must be equal, definition by definition; the first
 differences are printed. The processes' CPU time for ``build_graph`` (and ``read_tables``)
 is measured over ``--rounds`` interleaved rounds (A B A B ...) and reported as medians and
 ratios to the reference. Exit status 1 when any answer differs.
@@ -67,19 +68,23 @@ sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(1, sys.argv[2])
 import graph_oracle
-graph_oracle.worker(sys.argv[3], sys.argv[4], sys.argv[5] == "answers")
+graph_oracle.worker(sys.argv[3], sys.argv[4], int(sys.argv[5]))
 """
 
 
-def worker(db: str, out: str, answers: bool) -> None:
-    """Build the graph of ``db`` and write its CPU time (and, with ``answers``, every
-    definition's callers and linked tests) to ``out``. Runs under one code version."""
+def worker(db: str, out: str, links_every: int) -> None:
+    """Build the graph of ``db`` and write its CPU time to ``out`` and, unless
+    ``links_every`` is 0, every definition's callers and, for every ``links_every``-th,
+    its walk to the tests and linked tests. Runs under one code version."""
     import time
 
     from pr_context.graph import build_graph, callers_of
     from pr_context.graph.tables import read_tables
     from pr_context.index.store import IndexStore
     from pr_context.links.evidence import load_link_index
+    from pr_context.links.reach import Reacher
+
+    answers = links_every > 0
 
     with IndexStore.open_existing(Path(db)) as store:
         started = time.process_time()
@@ -95,19 +100,22 @@ def worker(db: str, out: str, answers: bool) -> None:
     if answers:
         assert links is not None
         started = time.process_time()
+        reacher = Reacher(graph, links)
         with gzip.open(f"{out}.answers.gz", "wt", encoding="utf-8") as stream:
-            for qualified in sorted(graph.tables.definitions):
+            for number, qualified in enumerate(sorted(graph.tables.definitions)):
                 callers = [_plain(c) for c in callers_of(graph, qualified)]
-                tests = [_plain(e) for e in _linked(graph, links, qualified)]
+                tests = (_linked(graph, links, reacher, qualified)
+                         if number % links_every == 0 else None)
                 stream.write(json.dumps([qualified, callers, tests]) + "\n")
         figures["answers_cpu_s"] = time.process_time() - started
         figures["bindings"] = _bindings_digest(graph.tables)
     Path(out).write_text(json.dumps(figures), encoding="utf-8")
 
 
-def _linked(graph: Any, links: Any, qualified: str) -> list[Any]:
-    """The review's linked tests of ``qualified``, changed in place (no corpus: the
-    semantic signal needs embeddings, which an index built here has not)."""
+def _linked(graph: Any, links: Any, reacher: Any, qualified: str) -> list[Any]:
+    """The review's walk to the tests and linked tests of ``qualified``, changed in
+    place (no corpus: the semantic signal needs embeddings, which an index built here
+    has not)."""
     from pr_context.changes import ChangedSymbol
     from pr_context.links import linked_tests
 
@@ -118,13 +126,19 @@ def _linked(graph: Any, links: Any, qualified: str) -> list[Any]:
         start_line=d.start_line, end_line=d.end_line, old_signature=d.signature,
         new_signature=d.signature,
         parameter_changes=(), changed_lines=(d.start_line,))
-    return list(linked_tests(change, graph, links, {d.path}))
+    walk = reacher.reach(qualified)
+    return [_plain(walk), *(_plain(e) for e in linked_tests(change, graph, links, {d.path},
+                                                              reach=walk))]
 
 
 def _plain(item: Any) -> Any:
     import dataclasses
 
-    return json.loads(json.dumps(dataclasses.asdict(item), default=str))
+    return json.loads(json.dumps(dataclasses.asdict(item), default=_sorted_sets))
+
+
+def _sorted_sets(value: Any) -> Any:
+    return sorted(value) if isinstance(value, set | frozenset) else str(value)
 
 
 def _bindings_digest(tables: Any) -> str:
@@ -164,9 +178,9 @@ def _repository(project: Project, source: str) -> Path:
     return target
 
 
-def run_worker(code: Path, db: Path, out: Path, answers: bool) -> dict[str, Any]:
+def run_worker(code: Path, db: Path, out: Path, links_every: int) -> dict[str, Any]:
     subprocess.run([sys.executable, "-c", _BOOT, str(code), str(EVALS_DIR), str(db),
-                    str(out), "answers" if answers else "time"], check=True)
+                    str(out), str(links_every)], check=True)
     figures: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return figures
 
@@ -207,24 +221,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="clone a git project from here instead (a local mirror)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="interleaved timing rounds per code version")
+    parser.add_argument("--links-every", type=int, default=1, metavar="N",
+                        help="walk to the tests of every N-th definition only (callers: all)")
     args = parser.parse_args(argv)
     sources = dict(s.split("=", 1) for s in args.source)
     codes = {name: (ROOT if name == "." else baseline_source(name)) for name in args.code}
     failed = False
     for project in [p for p in PROJECTS if not args.project or p.name in args.project]:
         _repo, db = prepare(project, sources)
-        failed |= not _check(project, db, codes, args.rounds)
+        failed |= not _check(project, db, codes, args.rounds, args.links_every)
     return 1 if failed else 0
 
 
-def _check(project: Project, db: Path, codes: dict[str, Path], rounds: int) -> bool:
+def _check(project: Project, db: Path, codes: dict[str, Path], rounds: int,
+           links_every: int) -> bool:
     out = CACHE_DIR / "out"
     out.mkdir(parents=True, exist_ok=True)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
     for round_number in range(max(rounds, 1)):
         for i, (name, code) in enumerate(codes.items()):
             figures = run_worker(code, db, out / f"{project.name}-{i}.json",
-                                 answers=round_number == 0)
+                                 links_every if round_number == 0 else 0)
             runs[name].append(figures)
     first = next(iter(codes))
     equal = True
