@@ -60,7 +60,15 @@ PROJECTS = (
             "54796b38a57e6309f9861e174737479bb3f63f61"),
 )
 
-_CLI = "import sys; from pr_context.cli import run; sys.argv[0] = 'pr-context'; sys.exit(run())"
+# The reference code version's command line, not the installed (editable) package.
+_CLI = """
+import sys
+sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]
+sys.path.insert(0, sys.argv.pop(1))
+from pr_context.cli import run
+sys.argv[0] = 'pr-context'
+sys.exit(run())
+"""
 # One code version's worker: its pr_context first on the path, not the installed one.
 _BOOT = """
 import sys
@@ -151,13 +159,14 @@ def _bindings_digest(tables: Any) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-def prepare(project: Project, sources: dict[str, str]) -> tuple[Path, Path]:
-    """The project's repository at its revision and its index there (built once)."""
+def prepare(project: Project, sources: dict[str, str], code: Path) -> tuple[Path, Path]:
+    """The project's repository at its revision and its index there, built once by the
+    reference ``code`` (the graph's inputs are the same for every version compared)."""
     repo = _repository(project, sources.get(project.name, project.source))
-    db = CACHE_DIR / f"{project.name}-{project.revision[:12]}.duckdb"
+    db = CACHE_DIR / "db" / code.name / f"{project.name}-{project.revision[:12]}.duckdb"
     if not db.is_file():
         db.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-c", _CLI, "index", "--quiet",
+        subprocess.run([sys.executable, "-c", _CLI, str(code), "index", "--quiet",
                         "--no-embeddings", "--repo", str(repo), "--rev", project.revision,
                         "--db", str(db)], check=True)
     return repo, db
@@ -228,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     codes = {name: (ROOT if name == "." else baseline_source(name)) for name in args.code}
     failed = False
     for project in [p for p in PROJECTS if not args.project or p.name in args.project]:
-        _repo, db = prepare(project, sources)
+        _repo, db = prepare(project, sources, next(iter(codes.values())))
         failed |= not _check(project, db, codes, args.rounds, args.links_every)
     return 1 if failed else 0
 
