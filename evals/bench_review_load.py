@@ -57,11 +57,12 @@ def code_dir(revision: str) -> Path:
     return ROOT if revision == "." else baseline_source(revision)
 
 
-def review(code: Path, repo: Path, base: str, db: Path, out: Path) -> dict[str, Any]:
+def review(code: Path, repo: Path, base: str, db: Path, out: Path,
+           head: str = HEAD) -> dict[str, Any]:
     """One ``pr-context review`` process: wall seconds and the review's stage timings."""
     shutil.rmtree(out, ignore_errors=True)
     command = [sys.executable, "-c", _BOOT, str(code), "review", "--quiet", "--no-embeddings",
-               "--repo", str(repo), "--base", base, "--head", HEAD, "--db", str(db),
+               "--repo", str(repo), "--base", base, "--head", head, "--db", str(db),
                "--out", str(out)]
     started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -99,7 +100,8 @@ def render(figures: dict[str, Any]) -> str:
                      f"| {m['load'] / medians[first]['load']:.2f} "
                      f"| {m['cpu'] / medians[first]['cpu']:.2f} |")
     return "\n".join([f"Medians of {figures['rounds']} interleaved rounds per code version, "
-                      f"sphinx-doc/sphinx@{HEAD[:12]} (10 files), `--no-embeddings`.", "",
+                      f"sphinx-doc/sphinx@{figures.get('head', HEAD)[:12]} "
+                      f"({figures.get('files', 10)} files), `--no-embeddings`.", "",
                       *lines, ""])
 
 
@@ -133,27 +135,36 @@ def main(argv: list[str] | None = None) -> int:
                         help="a revision of this repository, or . for the work tree "
                              "(repeat: the first is the reference)")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--head", default=HEAD,
+                        help="the pull request's head commit (its parent is the base); "
+                             "default the 10-file change of bench_action.py")
     parser.add_argument("--doc", type=Path, default=None, help="write the report here")
     args = parser.parse_args(argv)
     repo = clone(args.source)
-    base = parent_of(repo, HEAD)
+    head = args.head
+    base = parent_of(repo, head)
     codes = {name: code_dir(name) for name in args.code}
-    dbs = {name: CACHE_DIR / "db" / f"{i}.duckdb" for i, name in enumerate(codes)}
+    dbs = {name: CACHE_DIR / "db" / f"{head[:12]}-{i}.duckdb"
+           for i, name in enumerate(codes)}
     for name, code in codes.items():  # build each base index (and warm the disk cache)
         dbs[name].parent.mkdir(parents=True, exist_ok=True)
-        review(code, repo, base, dbs[name], CACHE_DIR / "out" / "warmup")
+        review(code, repo, base, dbs[name], CACHE_DIR / "out" / "warmup", head)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
     for round_number in range(args.rounds):
         for name, code in codes.items():
-            runs[name].append(review(code, repo, base, dbs[name], CACHE_DIR / "out" / name))
+            runs[name].append(review(code, repo, base, dbs[name], CACHE_DIR / "out" / name,
+                                     head))
             print(f"round {round_number + 1} {name}: {runs[name][-1]['timings_ms']}",
                   file=sys.stderr)
-    figures = {"rounds": args.rounds, "runs": runs}
+    files = subprocess.run(["git", "-C", str(repo), "diff", "--name-only", base, head],
+                           capture_output=True, text=True, check=True).stdout.split()
+    figures = {"rounds": args.rounds, "runs": runs, "head": head, "files": len(files)}
     OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
     OUT_JSON.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     if args.doc:
         command = "python evals/bench_review_load.py " + " ".join(
             [*(f"--code {c}" for c in args.code), f"--rounds {args.rounds}",
+             *([f"--head {head}"] if head != HEAD else []),
              f"--doc {args.doc}"])
         args.doc.write_text(render_doc(figures, command), encoding="utf-8")
     print(render(figures))
