@@ -58,6 +58,8 @@ PROJECTS = (
     Project("rich", "corpus", "0d8bd2758d5a58773cdbb42ce377deb31c933333"),
     Project("rxjs", "https://github.com/ReactiveX/rxjs.git",
             "54796b38a57e6309f9861e174737479bb3f63f61"),
+    Project("class-validator", "https://github.com/typestack/class-validator.git",
+            "0853341cc36f53d54e5afb50800c3a4b169abd73"),
 )
 
 # The reference code version's command line, not the installed (editable) package.
