@@ -223,15 +223,24 @@ def list_files(repo: Repository, sha: Sha) -> list[FileEntry]:
             continue
         meta, _, raw_path = record.partition(b"\t")
         mode, _kind, blob, size = meta.split()
-        entries.append(
-            FileEntry(
-                path=raw_path.decode("utf-8", "surrogateescape"),
-                blob_sha=blob.decode(),
-                mode=mode.decode(),
-                size=int(size) if size != b"-" else -1,
-            )
-        )
+        path = raw_path.decode("utf-8", "surrogateescape")
+        entries.append(FileEntry(path=path, blob_sha=blob.decode(), mode=mode.decode(),
+                                 size=_listed_size(size, path, sha)))
     return sorted(entries, key=lambda e: e.path)
+
+
+def _listed_size(size: bytes, path: str, sha: Sha) -> int:
+    """A blob's size as ``ls-tree --long`` lists it: ``-`` for a submodule, -1 here.
+
+    :raises GitError: git lists ``BAD``: the blob is missing from the object store.
+    """
+    if size == b"-":
+        return -1
+    if not size.isdigit():
+        raise GitError(f"the content of {path} at {sha[:12]} is missing from the "
+                       "repository (a partial or damaged clone): fetch it, or clone the "
+                       "repository in full")
+    return int(size)
 
 
 def changed_files(repo: Repository, old: Sha, new: Sha) -> TreeChanges:

@@ -629,3 +629,15 @@ def test_an_update_follows_files_turning_into_links_and_submodules(
     status = {row[0]: row[6] for row in table_dump(db)["files"]}
     assert status["pkg/extra.py"] == "symlink (not followed)"
     assert status["vendor"] == "submodule (not indexed)"
+
+
+def test_a_blob_missing_from_the_repository_is_a_clear_error(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({"pkg/a.py": "def a():\n    return 1\n", "pkg/b.py": "B = 2\n"})
+    blob = repo.git("rev-parse", "HEAD:pkg/a.py").strip()
+    (repo.path / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # a damaged clone
+    result = CliRunner().invoke(cli, ["index", "--repo", str(repo.path), "--db",
+                                      str(tmp_path / "index.duckdb"), "--no-embeddings"])
+    assert result.exit_code == 1, result.output
+    assert "pkg/a.py" in result.output and "missing from the repository" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
