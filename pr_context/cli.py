@@ -17,12 +17,18 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from pr_context import __version__
-from pr_context.embed import DEFAULT_BACKEND, DEFAULT_MODEL, EMBEDDING_BACKENDS
+from pr_context.defaults import (
+    COCHANGE_COMMITS,
+    DEFAULT_BACKEND,
+    DEFAULT_K,
+    DEFAULT_MODEL,
+    DEFAULT_TOP_K,
+    EMBEDDING_BACKENDS,
+    REVIEW_BUDGET_S,
+)
 from pr_context.errors import BadInputError, ConfigError, PrContextError
 from pr_context.evals import LIVE_RETRIEVERS
 from pr_context.git import open_repository
-from pr_context.index.build import COCHANGE_COMMITS, IndexOptions, IndexResult, build_index
-from pr_context.index.shards import parse_shard
 from pr_context.mcp import (
     DEFAULT_BUDGET_CHARS,
     DEFAULT_DEADLINE_S,
@@ -30,12 +36,11 @@ from pr_context.mcp import (
     DEFAULT_PORT,
 )
 from pr_context.progress import progress_for
-from pr_context.report import DEFAULT_TOP_K, REVIEW_BUDGET_S
-from pr_context.retrieve import DEFAULT_K
 
 if TYPE_CHECKING:
     from pr_context.evals.cases import Split
     from pr_context.evals.report import Report
+    from pr_context.index.build import IndexResult
     from pr_context.pipeline import EmbeddingChoice
     from pr_context.retrieve import SearchHit
 
@@ -138,6 +143,9 @@ def index(repo: str, rev: str, db: Path, as_json: bool, no_embeddings: bool, mod
     files and no co-changes; it cannot be searched until `merge` makes the shards one
     index.
     """
+    from pr_context.index.build import IndexOptions, build_index
+    from pr_context.index.shards import parse_shard
+
     options = IndexOptions(
         include=include,
         exclude=exclude,
@@ -306,21 +314,26 @@ def mcp_command(repo: str, db: Path | None, http: bool, host: str, port: int,
     client starts this command); --http serves 127.0.0.1 with Host/Origin checks.
     See docs/mcp.md.
     """
+    from pr_context.mcp.handshake import FirstLine, take_first_line
+    from pr_context.mcp.paths import require_work_tree
+
+    repository = open_repository(repo)
+    require_work_tree(repository)
+    first: FirstLine | None = None
+    if not http:  # answered before the index, model and SDK code is imported
+        first = take_first_line(__version__)
     from pr_context.mcp.workspace import ServerSettings, Workspace
 
     settings = ServerSettings(budget_chars=budget_chars, deadline_s=deadline_s,
                               max_dirty_files=max_dirty_files,
                               onnx_cache=_onnx_cache(None))
-    workspace = Workspace(open_repository(repo), _default_db(repo, db).resolve(), settings)
+    workspace = Workspace(repository, _default_db(repo, db).resolve(), settings)
     try:
-        if http:
+        if first is None:
             from pr_context.mcp.server import serve_http
 
             serve_http(workspace, host, port, os.environ.get("PR_CONTEXT_MCP_TOKEN") or None)
         else:
-            from pr_context.mcp.handshake import take_first_line
-
-            first = take_first_line(__version__)  # before the SDK's second of imports
             from pr_context.mcp.server import serve_stdio
 
             serve_stdio(workspace, first)

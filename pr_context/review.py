@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pr_context.changes import ChangedSymbol, SymbolChanges, changed_symbols_between
 from pr_context.coverage import CoverageInput, MeasuredCoverage, SymbolCoverage
+from pr_context.defaults import DEFAULT_TOP_K, REVIEW_BUDGET_S
 from pr_context.diff import parse_patch
 from pr_context.embed import Embedder
 from pr_context.errors import (
@@ -60,8 +61,6 @@ from pr_context.models import Sha
 from pr_context.progress import Progress
 from pr_context.render import render_comment, render_summary
 from pr_context.report import (
-    DEFAULT_TOP_K,
-    REVIEW_BUDGET_S,
     EvidenceItem,
     IndexInfo,
     Report,

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Literal
 
 from pr_context.action.annotations import Annotation
-from pr_context.embed import DEFAULT_BACKEND
+from pr_context.defaults import DEFAULT_BACKEND, DEFAULT_TOP_K
 from pr_context.errors import BadInputError
 from pr_context.policy import CONFIG_PATH
-from pr_context.report import DEFAULT_TOP_K
 
 __all__ = [
     "ANNOTATION_CHOICES",

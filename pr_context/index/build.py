@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 
+from pr_context.defaults import COCHANGE_COMMITS
 from pr_context.embed import Embedder
 from pr_context.errors import GitError
 from pr_context.git import (
@@ -50,7 +51,6 @@ from pr_context.retrieve.lexical import LEXICAL_VERSION
 __all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index",
            "complete_index", "policy_at"]
 
-COCHANGE_COMMITS = 500  # history window mined for files changed together
 PARSE_WORKERS = 2  # the runners this targets have 2 cores
 COCHANGE_MAX_FILES = 30  # larger commits are bulk edits, not evidence of coupling
 EMBED_GROUP = 256  # texts per model call and per committed transaction

@@ -12,8 +12,10 @@ import fnmatch
 from pathlib import Path, PurePosixPath
 
 from pr_context.errors import BadInputError
+from pr_context.git import Repository
 
-__all__ = ["SECRET_FILE_PATTERNS", "PathRefusedError", "confine", "is_secret_path"]
+__all__ = ["SECRET_FILE_PATTERNS", "PathRefusedError", "confine", "is_secret_path",
+           "require_work_tree"]
 
 # Files that hold credentials by convention: never read, never listed.
 SECRET_FILE_PATTERNS = (
@@ -66,3 +68,10 @@ def is_secret_path(path: str) -> bool:
     """Whether a repository path names a secret-looking file (``.env``, private keys)."""
     name = PurePosixPath(path).name.lower()
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILE_PATTERNS)
+
+
+def require_work_tree(repo: Repository) -> None:
+    """:raises BadInputError: ``repo`` is bare: there is no working tree to serve."""
+    if repo.path.resolve() == repo.git_dir.resolve():
+        raise BadInputError(f"{repo.path} is a bare repository: serve a work tree "
+                            "(a checkout) instead")

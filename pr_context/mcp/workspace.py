@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pr_context.embed import Embedder, backend_variant, make_embedder
-from pr_context.errors import BadInputError, GitError, IndexFileError
+from pr_context.errors import GitError, IndexFileError
 from pr_context.git import BlobReader, Repository, resolve_revision, worktree_changes
 from pr_context.index.build import NO_MODEL, IndexOptions, build_index, policy_at
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.mcp.bounds import DEFAULT_BUDGET_CHARS, DEFAULT_DEADLINE_S, Deadline
 from pr_context.mcp.overlay import DEFAULT_MAX_DIRTY_FILES, Overlay, OverlayBuilder
+from pr_context.mcp.paths import require_work_tree
 from pr_context.mcp.schemas import WORKTREE
 from pr_context.models import Sha
 from pr_context.policy import PathPolicy, decode_text
@@ -148,9 +149,7 @@ class Workspace:
     def __init__(self, repo: Repository, db: Path, settings: ServerSettings,
                  embedder: Embedder | None = None) -> None:
         """:raises BadInputError: ``repo`` is bare: there is no working tree to serve."""
-        if repo.path.resolve() == repo.git_dir.resolve():
-            raise BadInputError(f"{repo.path} is a bare repository: serve a work tree "
-                                "(a checkout) instead")
+        require_work_tree(repo)
         self.repo, self.db, self.settings = repo, db, settings
         self.lock = threading.Lock()
         self._embedder = embedder

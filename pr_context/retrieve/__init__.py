@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from pr_context.defaults import DEFAULT_K
 from pr_context.retrieve.corpus import ChunkInfo, SearchCorpus
 from pr_context.retrieve.fusion import (
     DEFINITION_KINDS,
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SearchHit", "SearchOutcome", "search"]
 
-DEFAULT_K = 10
 # Relevance threshold, calibrated on the negative gold cases of the tuning split: below
 # this best cosine similarity, and with no exact name or traceback match, the index
 # holds nothing that answers the query.
