@@ -329,7 +329,7 @@ def mcp_command(repo: str, db: Path | None, http: bool, host: str, port: int,
                               onnx_cache=_onnx_cache(None))
     workspace = Workspace(repository, _default_db(repo, db).resolve(), settings)
     try:
-        if first is None:
+        if http:
             from pr_context.mcp.server import serve_http
 
             serve_http(workspace, host, port, os.environ.get("PR_CONTEXT_MCP_TOKEN") or None)
