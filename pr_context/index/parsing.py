@@ -16,7 +16,7 @@ import json
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -96,7 +96,10 @@ class Parsing:
     """
 
     def __init__(self, entries: Sequence[FileEntry], blobs: BlobSource, policy: PathPolicy,
-                 progress: Progress, parsers: ParsePool, keep_texts: bool) -> None:
+                 progress: Progress, parsers: ParsePool, keep_texts: bool,
+                 terms_of: TermsOf = chunk_terms) -> None:
+        """``terms_of``: a chunk text's BM25 terms (``chunk_terms``, or what a caller
+        already holds for texts it has counted)."""
         self._rows = Rows(keep_texts)
         self._progress = progress
         self._pending: deque[_ParseJob] = deque()  # queued; result not taken yet
@@ -104,7 +107,7 @@ class Parsing:
         if parsers.start(entries):
             # Largest first: the last tasks are small, so both workers finish together.
             entries = sorted(entries, key=lambda e: -e.size)
-        self._results = parsers.map(self._read(entries, blobs, policy), keep_texts)
+        self._results = parsers.map(self._read(entries, blobs, policy), keep_texts, terms_of)
 
     def _read(self, entries: Sequence[FileEntry], blobs: BlobSource,
               policy: PathPolicy) -> Iterator[_ParseJob]:
@@ -132,6 +135,7 @@ class Parsing:
 
 
 _ParseJob = tuple[FileEntry, str, str, bool]  # entry, decoded text, language, decode errors
+TermsOf = Callable[[str], tuple[list[str], list[int]]]
 
 
 @dataclass(frozen=True)
@@ -162,10 +166,11 @@ def _read_entry(entry: FileEntry, blobs: BlobSource, policy: PathPolicy,
     return entry, text, language, decode_errors
 
 
-def _parse_job(job: _ParseJob, keep_texts: bool) -> _FileRows:
+def _parse_job(job: _ParseJob, keep_texts: bool, terms_of: TermsOf = chunk_terms
+               ) -> _FileRows:
     entry, text, language, _decode_errors = job
     parsed = parse_file(entry.path, text, language, classify_path(entry.path, text))
-    return _file_rows(parsed, keep_texts)
+    return _file_rows(parsed, keep_texts, terms_of)
 
 
 class ParsePool:
@@ -194,14 +199,15 @@ class ParsePool:
             initializer=gc.disable)
         return True
 
-    def map(self, jobs: Iterator[_ParseJob], keep_texts: bool) -> Iterator[_FileRows]:
+    def map(self, jobs: Iterator[_ParseJob], keep_texts: bool,
+            terms_of: TermsOf = chunk_terms) -> Iterator[_FileRows]:
         """Parse results in the order of ``jobs``. Workers are handed every job at once;
         the parent alone takes each job as it comes to it.
 
         Results come back in order, so the parent turns them into Arrow batches as they
         arrive (peak memory).
         """
-        parse = functools.partial(_parse_job, keep_texts=keep_texts)
+        parse = functools.partial(_parse_job, keep_texts=keep_texts, terms_of=terms_of)
         if self._pool is None:
             return map(parse, jobs)
         return self._pool.map(parse, jobs, chunksize=PARSE_CHUNK_FILES)
@@ -239,7 +245,8 @@ def _add_file_row(rows: Rows, entry: FileEntry, language: str | None, role: str,
     rows.add("file_digests", path=entry.path, digest=digest)
 
 
-def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
+def _file_rows(parsed: ParsedFile, keep_texts: bool, terms_of: TermsOf = chunk_terms
+               ) -> _FileRows:
     """The file's chunk, definition, reference, import and message rows, column-wise.
 
     Each column is built whole from the parsed records: a file has thousands of rows.
@@ -256,7 +263,7 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool) -> _FileRows:
         text_hash = hashlib.sha256(embed_text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         text_hashes.append(text_hash)
         # Lexical search reads the same text; counted here, in the parsing workers.
-        chunk_words, chunk_counts = chunk_terms(embed_text)
+        chunk_words, chunk_counts = terms_of(embed_text)
         terms.append(chunk_words)
         term_counts.append(chunk_counts)
         if keep_texts:

@@ -253,6 +253,42 @@ class IndexStore:
             raise IndexFileError(f"cannot read index {path}: {_first_line(exc)}") from exc
         return cls(path, con, manifest, has_vectors_table=has_vectors)
 
+    @classmethod
+    def of_rows(cls, path: Path, rows: Mapping[str, pa.Table],
+                vectors: pa.Table | None = None, manifest: Manifest | None = None
+                ) -> IndexStore:
+        """``rows`` alone (per table, as ``Rows.tables``), read as an index, in memory:
+        the built index at ``path`` lends its tables' columns and the vectors it holds
+        for the texts of ``rows``' chunks, and no other row of it is read. ``vectors``,
+        as for ``overlaid``.
+
+        :raises IndexFileError: as ``open_existing``.
+        """
+        if manifest is None:
+            with cls.open_existing(path) as base:
+                manifest = base.manifest
+        assert manifest is not None
+        has_vectors = manifest.embedding_dimension > 0
+        chunks = rows.get("chunks")
+        hashes = pa.table({"text_hash": chunks.column("text_hash") if chunks is not None
+                           else pa.array([], pa.string())})
+        try:
+            con = duckdb.connect(":memory:", config=_DUCKDB_CONFIG)
+            con.execute(f"ATTACH '{_sql_text(str(path))}' AS base (READ_ONLY)")
+            for table in PATH_TABLES:
+                _overlay_view(con, table, "WHERE false", rows.get(table))
+            for table in ("manifest", "schema_migrations"):
+                _overlay_view(con, table, "", None)
+            for table in DERIVED_TABLES:
+                _overlay_view(con, table, "WHERE false", None)
+            if has_vectors:
+                con.register("wanted_hashes", hashes)
+                _overlay_view(con, "embeddings", "WHERE text_hash IN (SELECT text_hash FROM "
+                              "wanted_hashes)", vectors)
+        except duckdb.Error as exc:
+            raise IndexFileError(f"cannot read index {path}: {_first_line(exc)}") from exc
+        return cls(path, con, manifest, has_vectors_table=has_vectors)
+
     def __enter__(self) -> IndexStore:
         return self
 

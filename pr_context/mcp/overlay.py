@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +22,7 @@ import pyarrow as pa
 from pr_context.embed import Embedder
 from pr_context.errors import PrContextError
 from pr_context.git import SYMLINK_MODE, Repository, WorktreeChange
-from pr_context.index.parsing import ParsePool, Parsing
+from pr_context.index.parsing import ParsePool, Parsing, TermsOf
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.mcp import DEFAULT_MAX_DIRTY_FILES
 from pr_context.mcp.bounds import Deadline
@@ -30,9 +30,11 @@ from pr_context.mcp.paths import PathRefusedError, confine
 from pr_context.models import FileEntry
 from pr_context.policy import PathPolicy, skip_reason_for_path
 from pr_context.progress import SilentProgress
+from pr_context.retrieve.lexical import chunk_terms
 
 __all__ = ["DEFAULT_MAX_DIRTY_FILES", "Overlay", "OverlayBuilder"]
 
+KnownTerms = Callable[[str], tuple[list[str], list[int]] | None]
 EMBED_GROUP = 64  # texts per model call, so the deadline is checked between groups
 _REGULAR_MODE, _EXECUTABLE_MODE = "100644", "100755"
 
@@ -66,6 +68,12 @@ class Overlay:
             return IndexStore.open_existing(db)
         return IndexStore.overlaid(db, self.hidden, self.rows, self.vectors, manifest)
 
+    def part(self, db: Path, manifest: Manifest) -> IndexStore:
+        """The re-parsed files' rows alone, read as an index (with the vectors the index
+        at ``db`` or the overlay holds for their texts): what is spliced into the loaded
+        corpus of the commit."""
+        return IndexStore.of_rows(db, self.rows, self.vectors, manifest)
+
 
 @dataclass
 class _ParsedFile:
@@ -85,8 +93,10 @@ class OverlayBuilder:
     _indexed_hashes: tuple[str, frozenset[str]] = ("", frozenset())
 
     def build(self, base: str, changes: list[WorktreeChange], db: Path, policy: PathPolicy,
-              embedder: Embedder | None, deadline: Deadline) -> Overlay:
-        """The overlay of ``changes`` on the index of ``base`` at ``db``."""
+              embedder: Embedder | None, deadline: Deadline,
+              known_terms: KnownTerms | None = None) -> Overlay:
+        """The overlay of ``changes`` on the index of ``base`` at ``db``; ``known_terms``,
+        the BM25 terms the loaded index holds for a chunk text (not counted again)."""
         if not changes:
             return Overlay(base, (), {}, None, frozenset(), False, fingerprint=base)
         if len(changes) > self.max_dirty_files:
@@ -101,7 +111,8 @@ class OverlayBuilder:
             if deadline.expired():
                 break
             if change.status != "deleted":
-                found = self._parse(change.path, policy, embedder is not None)
+                found = self._parse(change.path, policy, embedder is not None,
+                                    _terms(known_terms))
                 if found is not None:
                     parsed[change.path] = found
             done.add(change.path)
@@ -116,7 +127,8 @@ class OverlayBuilder:
         return Overlay(base, tuple(changes), _concat(f.tables for f in parsed.values()),
                        vectors, frozenset(parsed), bool(notes), tuple(notes), fingerprint)
 
-    def _parse(self, path: str, policy: PathPolicy, keep_texts: bool) -> _ParsedFile | None:
+    def _parse(self, path: str, policy: PathPolicy, keep_texts: bool,
+               terms_of: TermsOf = chunk_terms) -> _ParsedFile | None:
         """The rows of the working tree's file at ``path``; None when it cannot be read,
         lies outside the repository, or the path policy skips it by name or size (it is
         not even read: an untracked data dump costs nothing). Its indexed rows are
@@ -134,7 +146,7 @@ class OverlayBuilder:
             return cached
         source = _MemoryBlobs({entry.blob_sha: data})
         rows = Parsing([entry], source, policy, SilentProgress(), ParsePool(1),
-                       keep_texts).rows()
+                       keep_texts, terms_of).rows()
         self._parsed[path] = _ParsedFile(entry.blob_sha, rows.tables(), dict(rows.texts))
         return self._parsed[path]
 
@@ -176,6 +188,13 @@ class OverlayBuilder:
             if self._indexed_hashes[0] != build:
                 self._indexed_hashes = (build, frozenset(store.embedded_hashes()))
         return self._indexed_hashes[1]
+
+
+def _terms(known: KnownTerms | None) -> TermsOf:
+    """A chunk text's terms: those ``known`` holds, else counted."""
+    if known is None:
+        return chunk_terms
+    return lambda text: known(text) or chunk_terms(text)
 
 
 class _MemoryBlobs:

@@ -8,11 +8,13 @@ once, and is reused while neither the index nor the working tree changes.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
 import threading
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -24,7 +26,7 @@ from pr_context.git import BlobReader, Repository, resolve_revision, worktree_ch
 from pr_context.index.build import NO_MODEL, IndexOptions, build_index, policy_at
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.mcp.bounds import DEFAULT_BUDGET_CHARS, DEFAULT_DEADLINE_S, Deadline
-from pr_context.mcp.overlay import DEFAULT_MAX_DIRTY_FILES, Overlay, OverlayBuilder
+from pr_context.mcp.overlay import DEFAULT_MAX_DIRTY_FILES, KnownTerms, Overlay, OverlayBuilder
 from pr_context.mcp.paths import require_work_tree
 from pr_context.mcp.schemas import WORKTREE
 from pr_context.models import Sha
@@ -54,9 +56,13 @@ class View:
     """The index of one commit with the working tree's changes laid over it."""
 
     def __init__(self, repo: Repository, db: Path, manifest: Manifest, overlay: Overlay,
-                 head: str, notes: tuple[str, ...]) -> None:
+                 head: str, notes: tuple[str, ...],
+                 base: Callable[[], SearchCorpus] | None = None) -> None:
+        """``base``, when given, gives the loaded corpus of the indexed commit alone,
+        which the overlay's corpus is spliced from."""
         self.repo, self.db, self.manifest, self.overlay = repo, db, manifest, overlay
         self.head = head
+        self._base = base
         self.notes = notes + overlay.notes
         self._texts: dict[tuple[str, str], list[str] | None] = {}
         self._blobs: BlobReader | None = None  # one git process for the call's reads
@@ -94,15 +100,23 @@ class View:
     def corpus(self) -> SearchCorpus:
         from pr_context.retrieve.corpus import load_corpus  # the first search pays it
 
-        with self.store() as store:
-            return load_corpus(store)
+        if self.overlay.empty or self._base is None:
+            with collector_paused(), self.store() as store:
+                return load_corpus(store)
+        from pr_context.retrieve.splice import overlaid_corpus
+
+        # The changed files' corpus alone, spliced into the commit's: what a load of the
+        # overlaid index gives, at a cost that grows with the changed files only.
+        base = self._base()
+        with collector_paused(), self.overlay.part(self.db, self.manifest) as part:
+            return overlaid_corpus(base, self.overlay.hidden, load_corpus(part))
 
     @cached_property
     def side(self) -> IndexSide:
         from pr_context.review import load_side  # graph, links, rendering: on first use
 
         corpus = self.corpus
-        with self.store() as store:
+        with collector_paused(), self.store() as store:
             return load_side(store, corpus)
 
     def lines(self, path: str, revision: str) -> list[str] | None:
@@ -127,6 +141,22 @@ class View:
                                     if len(revision) != _SHA_CHARS else f"{revision}:{path}")
         except GitError:
             return None
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while the index is loaded or files are
+    parsed and spliced in: the loaded corpus and graph hold millions of objects, and
+    every full collection that the many small objects made there set off would walk
+    them all again (most of a splice's time and a quarter of a graph load's CPU time,
+    measured on sphinx). What is made there is collected, if need be, afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _files_inside(root: Path, files: tuple[Path, ...]) -> frozenset[str]:
@@ -173,16 +203,44 @@ class Workspace:
         embedder = self.embedder(manifest)
         changes = [c for c in worktree_changes(self.repo, Sha(manifest.revision))
                    if c.path not in self._own_files]
-        overlay = self._builder.build(manifest.revision, changes, self.db,
-                                      self.policy(manifest.revision), embedder, deadline)
+        with collector_paused():
+            overlay = self._builder.build(manifest.revision, changes, self.db,
+                                          self.policy(manifest.revision), embedder, deadline,
+                                          self._loaded_terms(manifest))
         key = (manifest.build_id, overlay.fingerprint, notes)
         slot = overlay.empty
         cached = self._views.get(slot)
         if cached is None or cached.key != key:
+            base = None if slot else (lambda: self._base_corpus(manifest, head))
             cached = self._views[slot] = _Cached(key, View(self.repo, self.db, manifest,
-                                                           overlay, head, notes))
+                                                           overlay, head, notes, base))
         self._current = cached.view
         return cached.view
+
+    def _loaded_terms(self, manifest: Manifest) -> KnownTerms | None:
+        """The stored terms of chunk texts, when the index's corpus is loaded already
+        (re-parsed files mostly keep their chunks: their terms are not counted again)."""
+        cached = self._views.get(True)
+        if cached is None or cached.view.manifest.build_id != manifest.build_id or (
+                "corpus" not in vars(cached.view)):
+            return None
+        return cached.view.corpus.terms_of
+
+    def _base_corpus(self, manifest: Manifest, head: str) -> SearchCorpus:
+        """The loaded corpus of the index alone (the clean view's, loaded once per index
+        build), for an overlaid view to splice its changes into."""
+        cached = self._views.get(True)
+        if cached is None or cached.view.manifest.build_id != manifest.build_id:
+            empty = Overlay(manifest.revision, (), {}, None, frozenset(), False,
+                            fingerprint=manifest.revision)
+            cached = self._views[True] = _Cached(
+                (manifest.build_id, empty.fingerprint, ()),
+                View(self.repo, self.db, manifest, empty, head, ()))
+        try:
+            return cached.view.corpus
+        finally:
+            if cached.view is not self._current:
+                cached.view.release()  # the index file stays closed between calls
 
     def embedder(self, manifest: Manifest) -> Embedder | None:
         """The index's own model run by its own backend (loaded only when something is

@@ -27,7 +27,8 @@ from pr_context.roles import is_history
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["ChunkInfo", "DefinitionInfo", "SearchCorpus", "load_corpus"]
+__all__ = ["ChunkInfo", "DefinitionInfo", "SearchCorpus", "chunks_by_symbol", "expand_messages",
+           "load_corpus"]
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,30 @@ class SearchCorpus:
     message_rows: list[tuple[str, int]] = field(default_factory=list)
     # (name, docs text around a mention or under a directive of it): see anchors.py
     anchor_rows: list[tuple[str, str]] = field(default_factory=list)
+    # What the fields above were made of, kept so that an overlay of a few files can be
+    # spliced in (pr_context.retrieve.splice): each chunk's used names (list column),
+    # (template, chunk index, constant) per message, and each anchor row's path.
+    chunk_uses: pa.ChunkedArray | None = None
+    message_records: list[tuple[str, int, str | None]] = field(default_factory=list)
+    anchor_paths: list[str] = field(default_factory=list)
 
     def prepare(self) -> None:
         """Build the lazily made search structures now (for steady query latency)."""
         _ = (self.bm25_postings, self.symbols_by_name_word, self.vocabulary, self.messages,
              self.anchors,
              self.stub_paths, self.top_modules, self.role_markers)
+
+    def terms_of(self, text: str) -> tuple[list[str], list[int]] | None:
+        """The stored BM25 terms and counts of a chunk whose text (context and text, as
+        embedded) is ``text``; None when no chunk has it."""
+        row = self._row_of_text.get(text)
+        if row is None:
+            return None
+        return self.chunk_terms[0][row].as_py(), self.chunk_terms[1][row].as_py()
+
+    @cached_property
+    def _row_of_text(self) -> dict[str, int]:
+        return {text: i for i, text in enumerate(self.texts)}
 
     @cached_property
     def messages(self) -> MessageIndex:
@@ -197,6 +216,7 @@ def load_corpus(store: IndexStore) -> SearchCorpus:
         "FROM chunks ORDER BY path, ordinal")
     terms = (arrow.column("terms"), arrow.column("term_counts"))
     usages = _usages(arrow.column("uses"))
+    anchors = _anchor_sources(store)
     table = arrow.drop_columns(["terms", "term_counts", "uses"]).to_pydict()
     chunks = [
         ChunkInfo(*row)
@@ -213,13 +233,23 @@ def load_corpus(store: IndexStore) -> SearchCorpus:
         module_of_path=_load_modules(store),
         chunk_terms=terms,
         chunks_using=usages,
+        chunk_uses=arrow.column("uses"),
+        message_records=_message_records(store),
+        anchor_paths=[path for path, _, _ in anchors],
     )
-    corpus.message_rows = _message_rows(store, corpus.chunks_using)
-    corpus.anchor_rows = _anchor_rows(store)
+    corpus.message_rows = expand_messages(corpus.message_records, corpus.chunks_using)
+    corpus.anchor_rows = [(name, text) for _, name, text in anchors]
+    corpus.chunk_by_symbol = chunks_by_symbol(chunks)
+    return corpus
+
+
+def chunks_by_symbol(chunks: list[ChunkInfo]) -> dict[str, list[int]]:
+    """symbol -> indexes of the chunks of its definition, in order."""
+    found: dict[str, list[int]] = {}
     for i, chunk in enumerate(chunks):
         if chunk.symbol:
-            corpus.chunk_by_symbol.setdefault(chunk.symbol, []).append(i)
-    return corpus
+            found.setdefault(chunk.symbol, []).append(i)
+    return found
 
 
 def _load_vectors(store: IndexStore, hashes: list[str]) -> NDArray[np.float32] | None:
@@ -249,7 +279,7 @@ def _load_imports(store: IndexStore) -> dict[str, set[str]]:
     """path -> dotted modules (and module.name) it imports, relative imports resolved."""
     imports: dict[str, set[str]] = defaultdict(set)
     rows = store.query("SELECT i.path, i.module, i.name, i.level, f.language FROM imports i "
-                       "JOIN files f USING (path)")
+                       "JOIN files f USING (path) ORDER BY i.path, i.ordinal")
     for path, module, name, level, language in rows:
         target = absolute_module(path, module, level, language)
         imports[path].add(target)
@@ -266,12 +296,20 @@ def _usages(uses: pa.ChunkedArray) -> dict[str, list[int]]:
     pairs = pa.table({"name": lists.flatten(),
                       "chunk": np.repeat(np.arange(len(lists)), lengths)}).sort_by(
         [("name", "ascending"), ("chunk", "ascending")])
+    names = pairs.column("name").combine_chunks()
+    chunk_of = pairs.column("chunk").to_numpy()
+    if len(names) == 0:
+        return {}
+    starts = np.concatenate([[0], np.flatnonzero(pc.not_equal(
+        names[1:], names[:-1]).to_numpy(zero_copy_only=False)) + 1])
+    ends = np.append(starts[1:], len(names))
     usages: dict[str, list[int]] = defaultdict(list)
-    for name, index in zip(pairs.column("name").to_pylist(),
-                           pairs.column("chunk").to_pylist(), strict=True):
-        usages[name].append(index)
+    for name, start, end in zip(names.take(starts).to_pylist(), starts.tolist(),
+                                ends.tolist(), strict=True):
+        members = chunk_of[start:end].tolist()
+        usages[name].extend(members)
         if "." in name:  # a directive's target: pkg.mod.func also counts as func
-            usages[name.rsplit(".", 1)[-1]].append(index)
+            usages[name.rsplit(".", 1)[-1]].extend(members)
     return dict(usages)
 
 
@@ -279,9 +317,9 @@ def _usages(uses: pa.ChunkedArray) -> dict[str, list[int]]:
 DIRECTIVE_BODY_LINES = 6
 
 
-def _anchor_rows(store: IndexStore) -> list[tuple[str, str]]:
-    """(name, docs lines around a mention of it or under a directive documenting it), in
-    path and line order; changelogs left out."""
+def _anchor_sources(store: IndexStore) -> list[tuple[str, str, str]]:
+    """(path, name, docs lines around a mention of it or under a directive documenting
+    it), in path and line order; changelogs left out."""
     rows = store.query(
         "SELECT r.name, ch.path, array_to_string(list_slice(string_split(ch.text, chr(10)), "
         "CASE WHEN r.kind = 'directive' THEN r.line - ch.start_line + 1 "
@@ -292,23 +330,29 @@ def _anchor_rows(store: IndexStore) -> list[tuple[str, str]]:
         "AND r.line BETWEEN ch.start_line AND ch.end_line "
         "WHERE r.kind IN ('mention', 'directive') AND ch.role = 'docs' "
         "ORDER BY r.path, r.line, r.ordinal")
-    return [(name.rsplit(".", 1)[-1], text) for name, path, text in rows
+    return [(path, name.rsplit(".", 1)[-1], text) for name, path, text in rows
             if text and not is_history(path)]
 
 
-def _message_rows(store: IndexStore, chunks_using: dict[str, list[int]]
-                  ) -> list[tuple[str, int]]:
-    """(template, chunk index) for the smallest chunk holding each template's line, and
-    for the chunks using the constant that holds it, in path order."""
+def _message_records(store: IndexStore) -> list[tuple[str, int, str | None]]:
+    """(template, index of the smallest chunk holding its line, the constant holding
+    it), in path order."""
     rows = store.query(
         "WITH numbered AS (SELECT path, start_line, end_line, "
         "row_number() OVER (ORDER BY path, ordinal) - 1 AS i FROM chunks) "
         "SELECT m.template, arg_min(n.i, n.end_line - n.start_line), m.name FROM messages m "
         "JOIN numbered n ON m.path = n.path AND m.line BETWEEN n.start_line AND n.end_line "
         "GROUP BY m.path, m.ordinal, m.template, m.name ORDER BY m.path, m.ordinal")
+    return [(template, int(index), name) for template, index, name in rows]
+
+
+def expand_messages(records: list[tuple[str, int, str | None]],
+                    chunks_using: dict[str, list[int]]) -> list[tuple[str, int]]:
+    """(template, chunk index) for the smallest chunk holding each template's line, and
+    for the chunks using the constant that holds it, in path order."""
     found = []
-    for template, index, name in rows:
-        found.append((template, int(index)))
+    for template, index, name in records:
+        found.append((template, index))
         found.extend((template, user) for user in chunks_using.get(name or "", ())
                      if user != index)
     return found
@@ -320,10 +364,10 @@ def _load_modules(store: IndexStore) -> dict[str, str]:
         path: module_path(path, language)
         for path, language in store.query(
             "SELECT path, language FROM files WHERE language IN "
-            "('python', 'javascript', 'typescript', 'tsx')")}
+            "('python', 'javascript', 'typescript', 'tsx') ORDER BY path")}
     for path, qualified, name in store.query(
             "SELECT path, qualified_name, name FROM definitions WHERE parent IS NULL "
             "ORDER BY path, ordinal"):
         if path not in modules and qualified.endswith("." + name):  # first definition
             modules[path] = qualified[: -len(name) - 1]
-    return modules
+    return dict(sorted(modules.items()))  # in path order, whatever the rows' order

@@ -77,19 +77,31 @@ class _Query:
 class MessageIndex:
     """The templates of one corpus, with an inverted index of their words."""
 
-    def __init__(self, rows: Sequence[tuple[str, int]]) -> None:
-        self._templates = [_compile(template, chunk) for template, chunk in rows]
-        postings: dict[str, list[int]] = defaultdict(list)
-        for number, template in enumerate(self._templates):
-            for word in set(template.words):
-                postings[word].append(number)
-        total = max(len(self._templates), 1)
-        self._postings = dict(postings)
-        self._idf = {w: math.log(total / len(ids)) + 1.0 for w, ids in postings.items()}
-        self._common = max(int(total * COMMON_WORD_SHARE), 50)
+    def __init__(self, rows: Sequence[tuple[str, int]],
+                 previous: MessageIndex | None = None) -> None:
+        """The index of ``rows``; templates ``previous`` compiled are not compiled again
+        (an overlay of a few files keeps nearly all of them, at other chunk indexes)."""
+        self._by_text: dict[str, _Template] = dict(previous._by_text) if previous else {}
+        self._templates = [self._compiled(template, chunk) for template, chunk in rows]
+        self._texts = [template for template, _ in rows]
+        # The same templates in the same order as ``previous``: only their chunks moved.
+        self._postings, self._idf, self._common = (
+            previous._word_index if previous is not None and previous._texts == self._texts
+            else _word_index(self._templates))
+
+    @property
+    def _word_index(self) -> tuple[dict[str, list[int]], dict[str, float], int]:
+        return self._postings, self._idf, self._common
 
     def __len__(self) -> int:
         return len(self._templates)
+
+    def _compiled(self, template: str, chunk: int) -> _Template:
+        known = self._by_text.get(template)
+        if known is None:
+            known = self._by_text[template] = _compile(template, chunk)
+        return known if known.chunk == chunk else _Template(
+            known.words, known.segments, chunk, known.placeholders)
 
     def matches(self, query: str) -> list[MessageMatch]:
         """Templates the query holds, strongest first (ties: more matched, chunk index)."""
@@ -183,6 +195,19 @@ def _message_span(query: str) -> tuple[int, list[tuple[int, int]]]:
     prefix = _EXCEPTION_PREFIX.match(last)
     values = [(m.start() + offset, m.end() + offset) for m in _VALUE.finditer(last)]
     return offset + (prefix.end() if prefix else 0), values
+
+
+def _word_index(templates: Sequence[_Template]
+                ) -> tuple[dict[str, list[int]], dict[str, float], int]:
+    """word -> numbers of the templates holding it, each word's idf, and how many
+    templates make a word too common to find candidates by."""
+    postings: dict[str, list[int]] = defaultdict(list)
+    for number, template in enumerate(templates):
+        for word in set(template.words):
+            postings[word].append(number)
+    total = max(len(templates), 1)
+    idf = {w: math.log(total / len(ids)) + 1.0 for w, ids in postings.items()}
+    return dict(postings), idf, max(int(total * COMMON_WORD_SHARE), 50)
 
 
 def _compile(template: str, chunk: int) -> _Template:
