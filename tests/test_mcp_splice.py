@@ -243,3 +243,15 @@ def test_a_merged_bm25_model_equals_the_model_of_the_spliced_chunks(seed: int) -
     spliced = [(part if from_part else base)[i] for from_part, i in origin]
     assert _model_fields(merged_model(model(base), base_rows, model(part), part_rows)) == (
         _model_fields(model(spliced)))
+
+
+def test_an_undone_edit_returns_to_its_overlay_already_spliced(
+        make_repo: Callable[..., GitRepo]) -> None:
+    served = serve(make_repo(FILES), embedder=FakeEmbedder())
+    served.repo.write("pkg/remote.py", NEW)
+    first = _overlaid(served)
+    served.repo.write("pkg/remote.py", NEW + "\n\ndef later():\n    return 1\n")
+    second = _overlaid(served)
+    assert second is not first and any(c.symbol == "pkg.remote.later" for c in second.chunks)
+    served.repo.write("pkg/remote.py", NEW)  # undone: the first state again
+    assert _overlaid(served) is first

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["ServerSettings", "View", "Workspace"]
 
 _SHA_CHARS = 40  # a full commit SHA needs no resolving
+KEPT_OVERLAYS = 2  # overlaid views kept: an edit undone finds its view loaded
 
 
 @dataclass(frozen=True)
@@ -186,9 +188,10 @@ class Workspace:
         self._builder = OverlayBuilder(repo, settings.max_dirty_files)
         self._manifest: tuple[object, Manifest] | None = None
         self._policies: dict[str, PathPolicy] = {}
-        # The view of the index alone and the latest overlaid one: reverting the working
-        # tree's edits returns to the first without loading anything again.
+        # The view of the index alone (slot True) and the latest overlaid ones: reverting
+        # the working tree's edits, or undoing the last, returns to a view loaded already.
         self._views: dict[bool, _Cached] = {}
+        self._overlaid: OrderedDict[tuple[object, ...], View] = OrderedDict()
         self._current: View | None = None
         self._scratch: Path | None = None
         self._own_files = _files_inside(repo.path, (db, Path(f"{db}.wal")))
@@ -208,14 +211,28 @@ class Workspace:
                                           self.policy(manifest.revision), embedder, deadline,
                                           self._loaded_terms(manifest))
         key = (manifest.build_id, overlay.fingerprint, notes)
-        slot = overlay.empty
-        cached = self._views.get(slot)
-        if cached is None or cached.key != key:
-            base = None if slot else (lambda: self._base_corpus(manifest, head))
-            cached = self._views[slot] = _Cached(key, View(self.repo, self.db, manifest,
-                                                           overlay, head, notes, base))
-        self._current = cached.view
-        return cached.view
+        if overlay.empty:
+            cached = self._views.get(True)
+            if cached is None or cached.key != key:
+                cached = self._views[True] = _Cached(key, View(self.repo, self.db, manifest,
+                                                               overlay, head, notes))
+            self._current = cached.view
+        else:
+            self._current = self._overlaid_view(key, manifest, overlay, head, notes)
+        return self._current
+
+    def _overlaid_view(self, key: tuple[object, ...], manifest: Manifest, overlay: Overlay,
+                       head: str, notes: tuple[str, ...]) -> View:
+        """The view of ``overlay``, one of the last ``KEPT_OVERLAYS`` states of the
+        working tree (each keyed by its files' contents)."""
+        view = self._overlaid.pop(key, None)
+        if view is None:
+            view = View(self.repo, self.db, manifest, overlay, head, notes,
+                        lambda: self._base_corpus(manifest, head))
+        self._overlaid[key] = view
+        while len(self._overlaid) > KEPT_OVERLAYS:
+            self._overlaid.popitem(last=False)
+        return view
 
     def _loaded_terms(self, manifest: Manifest) -> KnownTerms | None:
         """The stored terms of chunk texts, when the index's corpus is loaded already
