@@ -18,9 +18,9 @@ with the default embedding model:
   tool's first call (which loads what it needs, such as the symbol graph) is reported
   apart from the percentiles.
 - **overlay**: 1, 10 and 100 production files get a new function appended; a search is
-  timed clean, then on the first call after the edit (parse, embed, reload), then again
-  (cached), rounds interleaved, every round with new text. ``find_callers`` likewise
-  (it also rebuilds the symbol graph).
+  timed clean, then on the first call after the edit (parse, embed the new chunks,
+  splice them into the loaded corpus), then again (cached), rounds interleaved, every
+  round with new text. ``find_callers`` likewise (it also rebuilds the symbol graph).
 
 Side effects: a clone, a work tree and its index under ``evals/.cache/bench-mcp/``; raw
 figures in ``evals/out/bench_mcp.json``; the report at ``--doc``. The work tree's edits
@@ -226,7 +226,7 @@ def report(figures: dict[str, Any]) -> str:
     lines = [
         "# MCP server performance",
         "",
-        "Measured by `python evals/bench_mcp.py` (re-run it to refresh this page) on "
+        f"Measured by `{figures['command']}` (re-run it to refresh this page) on "
         f"{REPOSITORY} at `{REVISION[:12]}` ({figures['files']} files, "
         f"{figures['chunks']} chunks, embedded with {figures['model']}), every figure from "
         "`pr-context mcp` running as its own process over stdio, through the MCP SDK's "
@@ -259,7 +259,9 @@ def report(figures: dict[str, Any]) -> str:
                      f"{_quantile(values, 0.9) * 1000:.0f} |")
     lines += ["", "## Overlay of dirty files", "",
               "Seconds per call (medians of the rounds): clean, the first call after "
-              "the edit (re-parse, embed the new chunks, reload), the next call (cached).",
+              "the edit (re-parse, embed the new chunks, splice them into the loaded "
+              "corpus; find_callers also builds the symbol graph again), the next call "
+              "(cached).",
               "", "| tool | dirty files | clean | first | cached | first - clean |",
               "|---|---|---|---|---|---|"]
     for key, entry in overlay.items():
@@ -295,6 +297,7 @@ def main() -> None:
     with IndexStore.open_existing(db) as store:
         counts, model = store.counts(), store.manifest.embedding_model  # type: ignore[union-attr]
     figures: dict[str, Any] = {
+        "command": " ".join(["python", "evals/bench_mcp.py", *sys.argv[1:]]),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                    f"Python {platform.python_version()}",
         "load_before": load_before, "files": counts["files"] + counts["skipped"],

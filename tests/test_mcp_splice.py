@@ -88,12 +88,15 @@ QUERIES = ("parse the configuration text", "request timed out after 5 seconds",
            "legacy value retired factor")
 
 
-def _edit(repo: GitRepo, docs: bool) -> None:
+def _edit(repo: GitRepo, docs: bool, files: bool = True) -> None:
+    """Contents edited; with ``files``, a file added and one deleted; with ``docs``,
+    the docs edited too."""
     repo.write("pkg/core.py", CORE.replace("parse_config", "read_config").replace(
         "missing key", "absent key") + "\n\ndef scale(value):\n    return value * 2\n")
     repo.write("pkg/util.py", UTIL.replace("parse_config", "read_config"))
-    repo.write("pkg/remote.py", NEW)  # untracked
-    repo.remove("pkg/old.py")
+    if files:
+        repo.write("pkg/remote.py", NEW)  # untracked
+        repo.remove("pkg/old.py")
     if docs:
         repo.write("docs/guide.rst", GUIDE.replace("parse_config", "read_config")
                    + "\nUse ``fetch_remote`` for remote files.\n")
@@ -150,13 +153,14 @@ def _fields(corpus: SearchCorpus) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("docs", [False, True], ids=["code-only", "code-and-docs"])
+@pytest.mark.parametrize(("docs", "files"), [(False, False), (False, True), (True, True)],
+                         ids=["contents-only", "code-files", "code-and-docs"])
 def test_the_overlaid_corpus_equals_a_fresh_index_of_the_working_tree(
-        make_repo: Callable[..., GitRepo], tmp_path: Path, docs: bool) -> None:
+        make_repo: Callable[..., GitRepo], tmp_path: Path, docs: bool, files: bool) -> None:
     embedder = FakeEmbedder()
     served = serve(make_repo(FILES), embedder=embedder)
     served.structured("search_code", query="parse the configuration")  # the clean corpus
-    _edit(served.repo, docs)
+    _edit(served.repo, docs, files)
     overlaid = _fields(_overlaid(served))
     fresh = _fields(_fresh(served.repo, embedder, tmp_path / "fresh.duckdb"))
     assert overlaid.keys() == fresh.keys()

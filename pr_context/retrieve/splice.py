@@ -99,6 +99,8 @@ def overlaid_corpus(base: SearchCorpus, hidden: frozenset[str],
     corpus.message_rows = expand_messages(corpus.message_records, corpus.chunks_using)
     _anchors(corpus, base, hidden, part)
     _reuse(corpus, base, splice, part)
+    if _same_files(base, hidden, part):
+        _reuse_file_structures(corpus, base)
     return corpus
 
 
@@ -172,6 +174,22 @@ def _anchors(corpus: SearchCorpus, base: SearchCorpus, hidden: frozenset[str],
     ordered = _in_path_order(rows, lambda r: r[0])
     corpus.anchor_paths = [p for p, _ in ordered]
     corpus.anchor_rows = [row for _, row in ordered]
+
+
+def _same_files(base: SearchCorpus, hidden: frozenset[str], part: SearchCorpus) -> bool:
+    """Whether the overlay changes no file's presence, role or module, only contents:
+    then what is made of paths, roles and modules alone comes out as base's."""
+    def files(corpus: SearchCorpus) -> set[tuple[str, str, str | None]]:
+        return {(c.path, c.role, corpus.module_of_path.get(c.path))
+                for c in corpus.chunks if c.path in hidden}
+    return files(base) == files(part) and all(
+        base.module_of_path.get(p) == part.module_of_path.get(p) for p in hidden)
+
+
+def _reuse_file_structures(corpus: SearchCorpus, base: SearchCorpus) -> None:
+    for name in ("paths", "stub_paths", "top_modules", "role_markers"):
+        if name in vars(base):
+            vars(corpus)[name] = vars(base)[name]
 
 
 def _in_path_order(rows: list[_T], path: Callable[[_T], str]) -> list[_T]:
