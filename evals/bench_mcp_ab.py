@@ -100,9 +100,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,10", help="dirty files per round")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    db = args.db or args.work / ".pr-context" / "index.duckdb"
+    work = args.work.resolve()  # the servers run from their own checkouts
+    db = (args.db or work / ".pr-context" / "index.duckdb").resolve()
     load_before = os.getloadavg()
-    figures = anyio.run(run, args.work, db, {"baseline": args.baseline, "this": ROOT},
+    figures = anyio.run(run, work, db, {"baseline": args.baseline.resolve(), "this": ROOT},
                         [int(s) for s in args.sizes.split(",")], args.rounds)
     out: dict[str, Any] = {"load_before": load_before, "load_after": os.getloadavg(),
                            "seconds": figures}
