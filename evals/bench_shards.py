@@ -5,6 +5,8 @@ Usage::
     python evals/bench_shards.py          # django, sphinx: docs/sharding-performance.md
     python evals/bench_shards.py --quick  # one small corpus, a sanity run of every figure
     python evals/bench_shards.py --sphinx-source /path/to/sphinx.git
+    # with embeddings only, on a part of sphinx (a loaded machine's budget):
+    python evals/bench_shards.py --rounds 0 --include 'sphinx/ext/**'
 
 Every build, shard and merge is its own ``pr-context`` process (start-up, imports and
 model loading count, as on N runners), timed from the outside with its peak RSS. A round
@@ -33,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,7 @@ class Target:
     repo: str
     rev: str
     older: str | None = None
+    include: tuple[str, ...] = ()  # index only these paths (``index --include``)
 
 
 @dataclass(frozen=True)
@@ -135,22 +138,31 @@ class Results:
     updates: dict[str, Update] = field(default_factory=dict)  # corpus -> update figure
     moves: dict[str, dict[str, int]] = field(default_factory=dict)  # corpus -> gap/N -> moved
     total_s: float = 0.0
+    include: tuple[str, ...] = ()  # the paths indexed, when not every file
 
 
 # -- corpora ------------------------------------------------------------------------------
 
 
-def targets(quick: bool, sphinx_source: str) -> list[Target]:
+def targets(quick: bool, sphinx_source: str, only: set[str] | None = None,
+            include: tuple[str, ...] = ()) -> list[Target]:
+    """The corpora to measure (of the full plan: those named in ``only``, if given),
+    each indexing only the paths ``include`` matches, if given."""
     plan = QUICK_PLAN if quick else FULL_PLAN
     if quick:
         small = next(c for c in plan.parse if len(c.releases) > 1)
-        return [_release_target(small)]
-    django = next(c for c in plan.parse if c.name == "django")
-    sphinx = sphinx_repo(sphinx_source)
-    older = _check(["git", "-C", str(sphinx), "rev-parse",
-                    f"{SPHINX_REV}~{UPDATE_COMMITS}"]).strip()
-    return [Target("django", str(prepare_corpus(django)), django.head_tag),
-            Target("sphinx", str(sphinx), SPHINX_REV, older)]
+        return [replace(_release_target(small), include=include)]
+    chosen = []
+    if only is None or "django" in only:
+        django = next(c for c in plan.parse if c.name == "django")
+        chosen.append(Target("django", str(prepare_corpus(django)), django.head_tag,
+                             include=include))
+    if only is None or "sphinx" in only:
+        sphinx = sphinx_repo(sphinx_source)
+        older = _check(["git", "-C", str(sphinx), "rev-parse",
+                        f"{SPHINX_REV}~{UPDATE_COMMITS}"]).strip()
+        chosen.append(Target("sphinx", str(sphinx), SPHINX_REV, older, include))
+    return chosen
 
 
 def _release_target(corpus: Corpus) -> Target:
@@ -174,13 +186,17 @@ def run_process(args: Sequence[str]) -> Proc:
         stdout, stderr = out.read().decode(), err.read().decode()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{stderr[-3000:]}")
-    return Proc(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
-                json.loads(stdout))
+    cpu = usage.ru_utime + usage.ru_stime
+    shard = f" --shard {args[args.index('--shard') + 1]}" if "--shard" in args else ""
+    _log(f"{args[0]}{shard}: {wall:.1f} s wall, {cpu:.1f} s CPU, "
+         f"load {os.getloadavg()[0]:.1f}")
+    return Proc(wall, cpu, usage.ru_maxrss / 1024, json.loads(stdout))
 
 
 def index_args(target: Target, rev: str, db: Path, embeddings: bool,
                shard: str | None = None) -> list[str]:
     args = ["index", "--repo", target.repo, "--rev", rev, "--db", str(db)]
+    args += [f"--include={glob}" for glob in target.include]
     if not embeddings:
         args.append("--no-embeddings")
     return [*args, "--shard", shard] if shard else args
@@ -278,11 +294,14 @@ def count_moves(target: Target) -> dict[str, int]:
 
 
 def run_benchmark(quick: bool, sphinx_source: str, rounds: int, embed_corpora: set[str],
-                  work: Path) -> Results:
+                  work: Path, include: tuple[str, ...] = ()) -> Results:
+    """``rounds`` rounds without embeddings (none: the update and moves figures are
+    skipped too), then one round with them for each of ``embed_corpora``."""
     started = time.perf_counter()
-    results = Results(quick=quick, machine=machine_facts(), load_before=os.getloadavg())
-    chosen = targets(quick, sphinx_source)
-    for target in chosen:
+    results = Results(quick=quick, machine=machine_facts(), load_before=os.getloadavg(),
+                      include=include)
+    chosen = targets(quick, sphinx_source, None if rounds > 0 else embed_corpora, include)
+    for target in chosen if rounds > 0 else []:
         key = f"{target.name}/lexical"
         results.rounds[key] = [measure_round(target, False, work, n) for n in range(rounds)]
         results.files[target.name] = int(results.rounds[key][0].single.result["files"])
@@ -294,7 +313,10 @@ def run_benchmark(quick: bool, sphinx_source: str, rounds: int, embed_corpora: s
                 results.moves[target.name] = count_moves(target)
     for target in chosen:
         if quick or target.name in embed_corpora:
-            results.rounds[f"{target.name}/model"] = [measure_round(target, True, work, 0)]
+            key = f"{target.name}/model"
+            results.rounds[key] = [measure_round(target, True, work, 0)]
+            results.files.setdefault(target.name,
+                                     int(results.rounds[key][0].single.result["files"]))
     results.load_after = os.getloadavg()
     results.total_s = time.perf_counter() - started
     return results
@@ -336,8 +358,9 @@ def digests_equal(results: Results) -> bool:
     return rounds_ok and updates_ok
 
 
-def render_report(runs: Sequence[Results], command: str) -> str:
+def render_report(runs: Sequence[Results]) -> str:
     results = combine(runs)
+    commands = [command_line(run) for run in runs]
     lines = [
         "# Sharded build performance",
         "",
@@ -347,7 +370,9 @@ def render_report(runs: Sequence[Results], command: str) -> str:
         "This file is written by the benchmark; re-run it rather than editing the figures:",
         "",
         "```sh",
-        command,
+        *commands,
+        *(["python evals/bench_shards.py --from-json RUN.json ...  # the report of them all"]
+          if len(runs) > 1 else []),
         "```",
         "",
         "Every build, shard and merge is its own process, timed from the outside (start-up,",
@@ -377,10 +402,30 @@ def render_report(runs: Sequence[Results], command: str) -> str:
         f"{'yes' if digests_equal(results) else 'no'} |",
         "",
         *_rounds_section(results),
+        *_work_section(results),
         *_update_section(results),
         *_moves_section(results),
     ]
     return "\n".join(lines) + "\n"
+
+
+def command_line(run: Results) -> str:
+    """The command that measures what ``run`` holds (read from the figures themselves)."""
+    words = ["python evals/bench_shards.py"]
+    lexical = [rounds for key, rounds in run.rounds.items() if key.endswith("/lexical")]
+    if run.quick:
+        words.append("--quick")
+    else:
+        words.append("--sphinx-source PATH_OR_URL")
+        if not lexical:
+            words.append("--rounds 0")
+        elif len(lexical[0]) != ROUNDS_WITHOUT_EMBEDDINGS:
+            words.append(f"--rounds {len(lexical[0])}")
+        embedded = sorted(key.split("/")[0] for key in run.rounds if key.endswith("/model"))
+        if embedded != ["sphinx"]:
+            words.append("--embed-corpora " + (",".join(embedded) or "''"))
+    words += [f"--include '{glob}'" for glob in run.include]
+    return " ".join(words)
 
 
 def _conditions(runs: Sequence[Results]) -> list[str]:
@@ -396,9 +441,18 @@ def _conditions(runs: Sequence[Results]) -> list[str]:
             f"{m['python']}, pr-context {m['pr-context']} (source "
             f"{m['pr_context source sha256']}), torch {m['torch']}, duckdb {m['duckdb']}. "
             f"Load average (1, 5, 15 min) {before} at the start and {after} at the end. "
-            f"The run took {run.total_s / 60:.0f} minutes.", ""]
+            f"The run took {run.total_s / 60:.0f} minutes.", *_subset(run), ""]
     return [*lines, "The machine is shared, so absolute seconds are noisy and only the "
             "ratios of one round mean much."]
+
+
+def _subset(run: Results) -> list[str]:
+    if not run.include:
+        return []
+    globs = ", ".join(f"`{glob}`" for glob in run.include)
+    return [f"Only the paths matching {globs} were indexed (`index --include`; every "
+            "file is still listed, weighed and recorded), to fit the run in the time the "
+            "machine could spare: the per-process costs weigh more in a smaller build."]
 
 
 def combine(runs: Sequence[Results]) -> Results:
@@ -441,6 +495,38 @@ def _rounds_section(results: Results) -> list[str]:
                     f"({s.merge.cpu_s / r.single.cpu_s:.2f}x) | "
                     f"{r.single.peak_rss_mb:,.0f} / {rss:,.0f} | "
                     f"{'yes' if s.merge.digest == r.single.digest else 'NO'} |")
+    return [*lines, ""]
+
+
+def _work_section(results: Results) -> list[str]:
+    """With embeddings: the chunks each process embedded and its CPU seconds per chunk.
+    The shards of one N embed the single build's chunks between them (no more, when no
+    text lies in two shards), so a gap in CPU per chunk is the machine's drift or a
+    per-process cost, not more work."""
+    keys = [key for key in results.rounds if key.endswith("/model")]
+    if not keys:
+        return []
+    lines = ["## The work itself, with embeddings", "",
+             "Chunks embedded by each process, and its CPU seconds per chunk embedded "
+             "(start-up included). The shards of one N embed the single build's chunks "
+             "between them; CPU per chunk that differs between processes doing the same "
+             "work measures the machine as much as the code.", "",
+             "| corpus | round | process | chunks embedded | CPU s | CPU s per chunk |",
+             "|---|---:|---|---:|---:|---:|"]
+    for key in keys:
+        for number, r in enumerate(results.rounds[key], 1):
+            named = [("single build", r.single)] + [
+                (f"shard {k}/{s.count}", p) for s in r.sharded
+                for k, p in enumerate(s.shards, 1)]
+            for name, proc in named:
+                embedded = int(proc.result["embedded"])
+                lines.append(f"| {key.split('/')[0]} | {number} | {name} | {embedded:,} | "
+                             f"{proc.cpu_s:.1f} | {proc.cpu_s / max(embedded, 1):.3f} |")
+            for s in r.sharded:
+                together = sum(int(p.result["embedded"]) for p in s.shards)
+                lines.append(f"| {key.split('/')[0]} | {number} | {s.count} shards "
+                             f"together | {together:,} | {s.shard_cpu_s:.1f} | "
+                             f"{s.shard_cpu_s / max(together, 1):.3f} |")
     return [*lines, ""]
 
 
@@ -526,7 +612,7 @@ def _results_from_json(text: str) -> Results:
         updates={k: Update(u["count"], proc(u["single"]), [proc(p) for p in u["shards"]],
                            proc(u["merge"]), u["full_digest"], u["moved"])
                  for k, u in data["updates"].items()},
-        moves=data["moves"], total_s=data["total_s"])
+        moves=data["moves"], total_s=data["total_s"], include=tuple(data.get("include", ())))
 
 
 def _check(command: Sequence[str]) -> str:
@@ -547,10 +633,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sphinx-source", default=SPHINX_SOURCE,
                         help="where to clone sphinx-doc/sphinx from (URL or local path)")
     parser.add_argument("--rounds", type=int, default=ROUNDS_WITHOUT_EMBEDDINGS,
-                        help="rounds without embeddings (with embeddings: one)")
+                        help="rounds without embeddings (with embeddings: one); 0 measures "
+                             "only the builds with embeddings (no update or moves figures)")
     parser.add_argument("--embed-corpora", default="sphinx",
                         help="comma-separated corpora also measured with embeddings "
                              "(django's build with embeddings takes over an hour here)")
+    parser.add_argument("--include", action="append", default=[], metavar="GLOB",
+                        help="index only the paths GLOB matches (repeatable; "
+                             "`index --include`): a part of each corpus, when a whole "
+                             "build takes longer than the machine can spare")
     parser.add_argument("--out", type=Path, default=None, help="report to write")
     parser.add_argument("--json", type=Path, default=None,
                         help=f"raw figures to write (default {OUT_JSON.relative_to(ROOT)})")
@@ -564,16 +655,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="bench-shards-") as work:
             runs = [run_benchmark(args.quick, args.sphinx_source, args.rounds,
                                   set(filter(None, args.embed_corpora.split(","))),
-                                  Path(work))]
+                                  Path(work), tuple(args.include))]
         json_out = args.json or OUT_JSON.with_name(
             f"bench_shards{'-quick' if runs[0].quick else ''}.json")
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(_results_json(runs[0]))
     results = combine(runs)
     out = args.out or (QUICK_REPORT if results.quick else DEFAULT_REPORT)
-    command = "python evals/bench_shards.py" + (" --quick" if results.quick else "")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(runs, command))
+    out.write_text(render_report(runs))
     for name, value, target, met in summary_rows(results):
         _log(f"{name}: {value:.2f}x (target {target:.2f}x, {'met' if met else 'MISSED'})")
     _log(f"digests equal: {digests_equal(results)}; wrote {out}")
