@@ -203,6 +203,7 @@ def measure_startup() -> dict[str, Any]:
     figures["site_packages_mb"] = {k: _site_packages_mb(v) for k, v in venvs.items()}
     figures["torch_mb"] = _site_packages_mb(venvs["torch"], "torch")
     figures["lean_has_torch"] = (_site(venvs["onnx"]) / "torch").exists()
+    figures.update(_lean_contents(venvs["onnx"]))
     figures["first_build_s"] = {b: _first_build(venvs["onnx"], b, work / f"graphs-{b}")
                                 for b in ("onnx", "onnx-int8")}
     figures["probes"] = _probe_rounds(venvs, work / "graphs-onnx", work / "graphs-onnx-int8")
@@ -282,6 +283,14 @@ def _site(venv: Path) -> Path:
     return next((venv / "lib").glob("python*/site-packages"))
 
 
+def _lean_contents(venv: Path) -> dict[str, Any]:
+    """How many distributions the lean environment holds, and whether the MCP SDK (which
+    no action run imports) is among them."""
+    site = _site(venv)
+    return {"lean_packages": len(list(site.glob("*.dist-info"))),
+            "lean_has_mcp": (site / "mcp").exists()}
+
+
 def _site_packages_mb(venv: Path, package: str = "") -> float:
     target = _site(venv) / package if package else _site(venv)
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
@@ -317,7 +326,7 @@ def render_startup(figures: dict[str, Any]) -> str:
     lines += [
         "", f"Lean / torch install time: {totals[0] / totals[1]:.2f}x with an empty pip cache, "
         f"{totals[2] / totals[3]:.2f}x with a filled one. The environments hold "
-        f"{size['onnx']:,.0f} MB (lean; torch "
+        f"{size['onnx']:,.0f} MB (lean: {_lean_packages(figures)}torch "
         f"{'present' if figures['lean_has_torch'] else 'absent'}) and {size['torch']:,.0f} MB "
         f"(torch, {figures['torch_mb']:,.0f} MB of it torch itself). Here the wheels come "
         "from a local mirror; on a hosted runner the empty-cache install also downloads "
@@ -330,6 +339,13 @@ def render_startup(figures: dict[str, Any]) -> str:
           f"into an empty cache | {s:.1f} |" for b, s in figures["first_build_s"].items()],
         "", "The torch rows run in the torch environment, the others in the lean one.", ""]
     return "\n".join(lines)
+
+
+def _lean_packages(figures: dict[str, Any]) -> str:
+    if "lean_packages" not in figures:  # figures of a run before these were kept
+        return ""
+    mcp = "present" if figures["lean_has_mcp"] else "absent"
+    return f"{figures['lean_packages']} distributions, the MCP SDK {mcp}; "
 
 
 def _with_startup(doc: str, section: str) -> str:
