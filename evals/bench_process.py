@@ -10,7 +10,8 @@ load, model load). Each variant runs interleaved with the others (A B C A B C ..
 machine whose load drifts treats them alike:
 
 - **baseline**: the pr-context source at ``--baseline`` (a git revision of this
-  repository, extracted into ``evals/.cache/``), torch backend;
+  repository, extracted into ``evals/.cache/``), torch backend unless
+  ``--baseline-backend`` names another (a revision that has ``--embedding-backend``);
 - one variant per ``--backends`` entry (default ``onnx,onnx-int8``: the default backend
   and the quantized one): this tree with that backend (an ONNX graph is made once,
   before timing).
@@ -268,7 +269,8 @@ def render(figures: dict[str, Any], command: str) -> str:
         "```sh", command, "```", "",
         f"On {REPOSITORY} (a bare clone), {figures['machine']}, measured "
         f"{figures['date']}. Variants run interleaved; each figure is one process. "
-        f"`baseline` is pr-context at `{figures['baseline'][:12]}` (torch); "
+        f"`baseline` is pr-context at `{figures['baseline'][:12]}` "
+        f"({figures.get('baseline_backend', 'torch')}); "
         f"{' and '.join(f'`{n}`' for n in names[1:])} are this tree with that backend "
         "(`onnx` is the default). Indexes hold a random vector per "
         "chunk (cost, not quality, is measured here); query and changed-chunk vectors "
@@ -320,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also write a cProfile of each variant's first review")
     parser.add_argument("--queries", type=int, default=len(QUERIES),
                         help="how many of the queries to time (a loaded machine: fewer)")
+    parser.add_argument("--baseline-backend",
+                        help="embedding backend of the baseline (default torch, which a "
+                             "revision without --embedding-backend runs)")
     parser.add_argument("--review-runs", type=int, default=REVIEW_RUNS)
     parser.add_argument("--backends", default="onnx,onnx-int8",
                         help="comma-separated backends of this tree to time (torch needs "
@@ -336,13 +341,14 @@ def main(argv: list[str] | None = None) -> int:
         print(report)
         return 0
     repo = clone(args.source)
-    variants = [Variant("baseline", baseline_source(args.baseline), None),
+    variants = [Variant("baseline", baseline_source(args.baseline), args.baseline_backend),
                 *(Variant(b, ROOT, b) for b in filter(None, args.backends.split(",")))]
     check_baseline(variants[0])
     figures = measure(variants, repo, args.profile, QUERIES[:args.queries],
                       args.review_runs)
     figures.update({
         "baseline": git(ROOT, "rev-parse", args.baseline).strip(),
+        "baseline_backend": args.baseline_backend or "torch",
         "files": {h: len(git(repo, "diff", "--name-only", f"{h}^", h).split())
                   for h, _ in PULL_REQUESTS},
         "date": time.strftime("%Y-%m-%d"),
@@ -350,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                    f"{platform.python_version()}, load average "
                    f"{os.getloadavg()[0]:.1f} at the end"})
     command = " ".join(["python evals/bench_process.py", *(
+        [f"--baseline {args.baseline}"] if args.baseline != DEFAULT_BASELINE else []), *(
+        [f"--baseline-backend {args.baseline_backend}"] if args.baseline_backend else []), *(
         [f"--queries {args.queries}"] if args.queries != len(QUERIES) else []), *(
         [f"--review-runs {args.review_runs}"] if args.review_runs != REVIEW_RUNS else []), *(
         [f"--backends {args.backends}"] if args.backends != "onnx,onnx-int8" else []),
