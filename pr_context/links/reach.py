@@ -125,6 +125,9 @@ class Reacher:
     _class_names: dict[str, dict[int, str]] = field(default_factory=dict)
     _annotation_names: dict[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
     _lookup_cache: dict[str, list[tuple[str, str, bool]]] = field(default_factory=dict)
+    # (path, line, enclosing class) -> methods reading the class attribute assigned there:
+    # every symbol's walk meets the same class bodies, and each answer scans their lines
+    _attribute_cache: dict[tuple[str, int, str], list[str]] = field(default_factory=dict)
 
     def reach(self, qualified_name: str, first: list[Caller] | None = None) -> Reach:
         """The tests reaching ``qualified_name``; ``first`` replaces its own callers
@@ -255,7 +258,13 @@ class Reacher:
         cls = caller.enclosing
         if cls is None or self.graph.tables.file_language.get(caller.path) != "python":
             return []
-        name = self._class_assignments(caller.path).get(caller.line)
+        key = (caller.path, caller.line, cls)
+        if key not in self._attribute_cache:
+            self._attribute_cache[key] = self._attribute_readers(caller.path, caller.line, cls)
+        return self._attribute_cache[key]
+
+    def _attribute_readers(self, path: str, line: int, cls: str) -> list[str]:
+        name = self._class_assignments(path).get(line)
         if name is None:
             return []
         read = re.compile(rf"\b(?:self|cls|{re.escape(cls.rsplit('.', 1)[-1])})\."
