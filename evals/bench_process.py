@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -154,14 +155,23 @@ class Variant:
 
 
 def timed(command: list[str], env: dict[str, str], cwd: Path) -> float:
+    return timed_cpu(command, env, cwd)[0]
+
+
+def timed_cpu(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds of the process, and the CPU seconds it and its children used (all
+    threads: less disturbed than wall time by other load on the machine)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True,
                           check=False)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n"
                          f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return seconds
+    return seconds, cpu
 
 
 def base_index(variant: Variant, repo: Path, base: str, identity: str) -> Path:
@@ -231,23 +241,27 @@ def measure(variants: list[Variant], repo: Path, profile: bool, queries: Sequenc
         print(f"search {query!r}: " + ", ".join(
             f"{n} {s[-1]:.1f}s" for n, s in search.items()), file=sys.stderr)
     reviews: dict[str, dict[str, list[float]]] = {}
+    cpu: dict[str, dict[str, list[float]]] = {}
     for head, _ in PULL_REQUESTS:
         base = git(repo, "rev-parse", f"{head}^").strip()
         pristine = {v.name: base_index(v, repo, base, identities[v.name]) for v in variants}
         reviews[head] = {v.name: [] for v in variants}
+        cpu[head] = {v.name: [] for v in variants}
         for run in range(review_runs):
             for variant in variants:
-                reviews[head][variant.name].append(
-                    _review(variant, repo, base, head, pristine[variant.name],
-                            profile and run == 0))
+                wall, used = _review(variant, repo, base, head, pristine[variant.name],
+                                     profile and run == 0)
+                reviews[head][variant.name].append(wall)
+                cpu[head][variant.name].append(used)
             print(f"review {head[:12]} run {run + 1}: " + ", ".join(
                 f"{n} {s[-1]:.1f}s" for n, s in reviews[head].items()), file=sys.stderr)
-    return {"search_s": search, "review_s": reviews, "identities": identities,
+    return {"search_s": search, "review_s": reviews, "review_cpu_s": cpu,
+            "identities": identities,
             "search_base": search_base, "queries": list(queries), "review_runs": review_runs}
 
 
 def _review(variant: Variant, repo: Path, base: str, head: str, pristine: Path,
-            profile: bool) -> float:
+            profile: bool) -> tuple[float, float]:
     work = WORK / "runs" / variant.name
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -255,9 +269,10 @@ def _review(variant: Variant, repo: Path, base: str, head: str, pristine: Path,
     shutil.copyfile(pristine, db)
     target = (OUT_JSON.parent / f"profile-review-{head[:12]}-{variant.name}.prof"
               if profile else None)
-    return timed(variant.command("review", "--quiet", "--repo", str(repo), "--base", base,
-                                 "--head", head, "--db", str(db), "--out", str(work / "out"),
-                                 profile=target), variant.env(), variant.source)
+    return timed_cpu(variant.command("review", "--quiet", "--repo", str(repo), "--base", base,
+                                     "--head", head, "--db", str(db), "--out",
+                                     str(work / "out"), profile=target),
+                     variant.env(), variant.source)
 
 
 def render(figures: dict[str, Any], command: str) -> str:
@@ -293,6 +308,7 @@ def render(figures: dict[str, Any], command: str) -> str:
         cells = " | ".join(f"{statistics.median(runs[n]):.1f}" for n in names)
         lines.append(f"| [{head[:12]}](https://github.com/{REPOSITORY}/commit/{head}) "
                      f"{title} | {figures['files'][head]} | {cells} |")
+    lines += _cpu_table(figures, names)
     lines += ["", "| target | measured | verdict |", "|---|---|---|"]
     for name in names[1:]:
         ok = p50[name] <= TARGET_SEARCH_P50_S
@@ -310,6 +326,21 @@ def render(figures: dict[str, Any], command: str) -> str:
                      f"worst {worst:.1f} s | "
                      f"{'met' if worst <= TARGET_REVIEW_S else '**not met**'} |")
     return "\n".join(lines) + "\n"
+
+
+def _cpu_table(figures: dict[str, Any], names: list[str]) -> list[str]:
+    """The reviews' CPU seconds (process and children, all threads), when measured."""
+    cpu = figures.get("review_cpu_s")
+    if not cpu:
+        return []
+    lines = ["", "CPU seconds of the same review processes (median; all threads, children "
+             "included), which other load on the machine disturbs less than wall time:", "",
+             "| pull request | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for head, _ in PULL_REQUESTS:
+        if cpu.get(head):
+            cells = " | ".join(f"{statistics.median(cpu[head][n]):.1f}" for n in names)
+            lines.append(f"| {head[:12]} | {cells} |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -344,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = [Variant("baseline", baseline_source(args.baseline), args.baseline_backend),
                 *(Variant(b, ROOT, b) for b in filter(None, args.backends.split(",")))]
     check_baseline(variants[0])
+    load_at_start = os.getloadavg()[0]
     figures = measure(variants, repo, args.profile, QUERIES[:args.queries],
                       args.review_runs)
     figures.update({
@@ -354,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} "
                    f"{platform.python_version()}, load average "
-                   f"{os.getloadavg()[0]:.1f} at the end"})
+                   f"{load_at_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the "
+                   "end"})
     command = " ".join(["python evals/bench_process.py", *(
         [f"--baseline {args.baseline}"] if args.baseline != DEFAULT_BASELINE else []), *(
         [f"--baseline-backend {args.baseline_backend}"] if args.baseline_backend else []), *(
