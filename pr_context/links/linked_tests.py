@@ -19,7 +19,9 @@ the signals below), so evidence that is only statistical never outranks a call p
 
 Weaker evidence is cut short: of the call paths that only reach objects of the symbol's
 class (a method called without its name, see :mod:`pr_context.links.reach`) or a value
-it made at import, only the ones fewest calls away are listed, after the direct ones;
+it made at import, only the ones fewest calls away are listed, after the direct ones,
+and of those only the tests seen using the method called without its name (by syntax or
+by name, on something of unknown class), unless nothing else links the symbol;
 evidence of kinds 3 and 4 only for a symbol no test reaches by a call path (the graph
 cannot see how it is used): next to stronger evidence they would crowd the short list
 with files that never run the symbol. The test selection keeps them all. Pure: reads
@@ -111,6 +113,7 @@ class _Finding:
     hops: int = 0  # calls between the test and the symbol (call paths)
     candidate: bool = False  # a same-name candidate is on the path
     implicit: bool = False  # only through its class's objects or import-time state
+    unused: bool = False  # through objects whose method nothing on the way is seen using
 
 
 def linked_tests(
@@ -139,10 +142,7 @@ def linked_tests(
         covered.status != "not_measured" else None
     paths = [f for f in _reach_findings(change, walk)
              if ran is None or f.path in ran or f.path not in measured_files]
-    weaker = [f for f in paths if f.implicit]
-    if weaker:  # through objects or import-time values: the closest of them only
-        nearest = min(f.hops for f in weaker)
-        paths = [f for f in paths if not f.implicit or f.hops == nearest]
+    paths = _weaker_cut(paths)
     findings = [f for f in [*_coverage_findings(change, covered, coverage_label), *paths]
                 if head_paths is None or f.path in head_paths]
     if not findings:
@@ -162,18 +162,30 @@ def linked_tests(
     return [_evidence(path, found, index, touched_paths) for path, found in ranked]
 
 
+def _weaker_cut(paths: list[_Finding]) -> list[_Finding]:
+    """Of the paths through objects or import-time values, those whose test is seen using
+    the method called without its name (all of them, when none is and nothing else links
+    the symbol), and of those the closest only."""
+    weaker = [f for f in paths if f.implicit]
+    seen = [f for f in weaker if not f.unused]
+    pool = seen if seen or len(weaker) < len(paths) else weaker
+    nearest = min((f.hops for f in pool), default=0)
+    return [f for f in paths if not f.implicit or (f in pool and f.hops == nearest)]
+
+
 def _order(path: str, found: list[_Finding], naming: set[str]) -> tuple[object, ...]:
     kind = min(f.kind for f in found)
     best = [f for f in found if f.kind == kind]
     # a call path to the symbol itself before one that only reaches its class's objects
     only_objects = all(f.implicit for f in best)
     direct = [f for f in best if f.implicit == only_objects]
+    unused = all(f.unused for f in direct)
     hops = min(f.hops for f in direct)
     resolved = any(not f.candidate for f in direct if f.hops == hops)
     strength = max(_SIGNAL_WEIGHTS[f.signal] * f.strength for f in direct)
     reaching = len({n for f in direct for n in f.node_ids} or {path})
-    return (kind, only_objects, hops, not resolved, -round(strength, 4), path not in naming,
-            -reaching, path)
+    return (kind, only_objects, unused, hops, not resolved, -round(strength, 4),
+            path not in naming, -reaching, path)
 
 
 # -- coverage and call paths ----------------------------------------------------------------
@@ -199,7 +211,8 @@ def _reach_findings(change: ChangedSymbol, walk: Reach) -> Iterator[_Finding]:
             and reached.how != "module" else ()
         yield _Finding(reached.path, "graph", strength, _reach_reason(change, reached),
                        _CALL_PATH, reached.test, reached.line, ids, reached.hops,
-                       reached.candidate, reached.through is not None or reached.state is not None)
+                       reached.candidate, reached.through is not None or reached.state is not None,
+                       bool(reached.unused))
 
 
 def _reach_reason(change: ChangedSymbol, reached: Reached) -> str:
@@ -213,6 +226,8 @@ def _reach_reason(change: ChangedSymbol, reached: Reached) -> str:
         text = f"{where}: its class's setup {first}"
     elif reached.how == "module":
         text = f"{where} runs {first} at import or through a test hook (line {reached.line})"
+    elif reached.verb == "syntax":
+        text = f"{where} runs {first} by syntax on one of its objects (line {reached.line})"
     else:
         text = f"{where} {_VERBS.get(reached.verb, 'uses')} {first} (line {reached.line})"
     if len(chain) == 2 and not reached.through:
@@ -223,6 +238,9 @@ def _reach_reason(change: ChangedSymbol, reached: Reached) -> str:
         text += (f"; it holds {reached.through} objects, whose method on the way Python "
                  "calls without its name (by syntax, as an attribute, or one the graph "
                  "cannot see)")
+    if reached.unused:
+        text += (f"; nothing on the way is seen using {', '.join(reached.unused)} (by name "
+                 "or by syntax)")
     if reached.state:
         text += (f"; it uses {reached.state}, which {change.symbol} helped make when its "
                  "module was imported")

@@ -22,10 +22,14 @@ test helpers and pytest fixtures, until it meets test functions:
   (``getattr(self, f"_compare_{op}")``) is walked from the method doing the lookup, as a
   same-name candidate.
 
-A method called without its name, a dunder (``__eq__``, ``__iter__``: by syntax), a
-property (read as an attribute) or a method nothing calls by name (looked up at run
-time, ``getattr(self, f"_compare_{op}")``), is also reached from wherever its class, or
-a subclass, is instantiated. Pure: reads the graph and the :class:`LinkIndex` only.
+A dunder's callers include the syntax that runs it on an operand of evident class
+(:mod:`pr_context.graph.syntax`: ``1 in box`` calls ``Box.__contains__``). A method
+called without its name, a dunder (``__eq__``, ``__iter__``: by syntax), a property
+(read as an attribute) or a method nothing calls by name (looked up at run time,
+``getattr(self, f"_compare_{op}")``), is also reached from wherever its class, or a
+subclass, is instantiated; such a test says which of those methods it is not seen
+using (:attr:`Reached.unused`). Pure: reads the graph, the :class:`LinkIndex` and the
+text it is given.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -41,7 +45,8 @@ from pathlib import PurePosixPath
 from pr_context.graph import Caller, SymbolGraph, callers_of
 from pr_context.graph.names import mro
 from pr_context.graph.readers import readers_of
-from pr_context.graph.tables import CLASS_KINDS, Def
+from pr_context.graph.syntax import SyntaxCallers, is_dunder
+from pr_context.graph.tables import CLASS_KINDS, Def, Site
 from pr_context.links.evidence import LinkIndex, TestDef
 from pr_context.variables import ModuleVariable, module_variables, parse_python
 
@@ -83,6 +88,10 @@ class Reached:
     # objects the path goes through (weaker: the test may not call it)
     state: str | None = None  # a variable holding what the symbol made at import, which
     # the path reads (weaker: the test uses the result, the symbol ran before it)
+    # methods called without their name on the way (through objects) that the test does
+    # not use: by syntax on an operand, or by name on a receiver, of unknown class (the
+    # weakest link: nothing says the test calls it on the objects it holds)
+    unused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,7 @@ class _Step:
     through: str | None = None  # the class whose objects a method called without its
     # name was reached through (see _objects_of)
     state: str | None = None  # the variable holding what the symbol made at import
+    unused: tuple[str, ...] = ()  # see Reached.unused
 
 
 @dataclass
@@ -128,6 +138,9 @@ class Reacher:
     # (path, line, enclosing class) -> methods reading the class attribute assigned there:
     # every symbol's walk meets the same class bodies, and each answer scans their lines
     _attribute_cache: dict[tuple[str, int, str], list[str]] = field(default_factory=dict)
+    _syntax: SyntaxCallers | None = None  # the syntax calling dunder methods
+    _used: dict[str, dict[str | None, set[str]]] = field(default_factory=dict)
+    _sites: dict[str, list[Site]] | None = None
 
     def reach(self, qualified_name: str, first: list[Caller] | None = None) -> Reach:
         """The tests reaching ``qualified_name``; ``first`` replaces its own callers
@@ -169,14 +182,68 @@ class Reacher:
         return Reach(tuple(found.values()), frozenset(imported), False, walked)
 
     def callers(self, qualified_name: str) -> list[Caller]:
-        """Its call sites; for a module-level variable met on the way, its readers."""
+        """Its call sites; for a module-level variable met on the way, its readers; for a
+        dunder method, also the syntax that calls it on an operand of evident class."""
         if qualified_name not in self._callers:
             self._callers[qualified_name] = (
                 self.runtime_reads(readers_of(self.graph.tables, qualified_name,
                                               self.read_text))
                 if qualified_name in self._variable_names and self.read_text is not None
-                else callers_of(self.graph, qualified_name))
+                else [*callers_of(self.graph, qualified_name),
+                      *self._syntax_callers(qualified_name)])
         return self._callers[qualified_name]
+
+    def _syntax_callers(self, qualified_name: str) -> tuple[Caller, ...]:
+        d = self.graph.tables.definitions.get(qualified_name)
+        if d is None or d.language != "python" or not is_dunder(d.name):
+            return ()
+        if self._syntax is None:  # every file parsed once, on the first dunder met
+            self._syntax = SyntaxCallers(self.graph.tables, self._source)
+        return self._syntax.of(qualified_name)
+
+    def _unused_after(self, step: _Step, path: str, scope: str | None) -> tuple[str, ...]:
+        """``step``'s methods called without their name that the test ``scope`` (its
+        nested functions included; None: the whole file) of ``path`` does not use."""
+        if not step.unused:
+            return ()
+        used = self._names_used(path)
+        within = [names for owner, names in used.items()
+                  if scope is None or owner == scope
+                  or (owner or "").startswith(scope + ".")]
+        return tuple(n for n in step.unused if not any(n in names for names in within))
+
+    def _names_used(self, path: str) -> dict[str | None, set[str]]:
+        """innermost definition -> the method names its code may call on an object of
+        unknown class: by syntax (``x in y``: ``__contains__``), or by name on a receiver
+        (``y.index(1)``, ``y.body``)."""
+        if path not in self._used:
+            if self._syntax is None:
+                self._syntax = SyntaxCallers(self.graph.tables, self._source)
+            used: dict[str | None, set[str]] = defaultdict(set)
+            for scope, names in self._syntax.names_in(path).items():
+                used[scope].update(names)
+            for site in self._sites_by_path().get(path, ()):
+                if site.receiver is not None:
+                    used[site.enclosing].add(site.name)
+            self._used[path] = dict(used)
+        return self._used[path]
+
+    def _sites_by_path(self) -> dict[str, list[Site]]:
+        if self._sites is None:
+            grouped: dict[str, list[Site]] = defaultdict(list)
+            for site in self.graph.tables.sites:
+                grouped[site.path].append(site)
+            self._sites = dict(grouped)
+        return self._sites
+
+    def _source(self, path: str) -> str | None:
+        """A file's text: read at this revision, else its lines the graph holds."""
+        if self.read_text is not None:
+            return self.read_text(path)
+        lines = self.graph.tables.lines.get(path)
+        if not lines:
+            return None
+        return "\n".join(lines.get(n, "") for n in range(1, max(lines) + 1))
 
     def runtime_reads(self, readers: list[Caller]) -> list[Caller]:
         """The reads of a variable that run with the code around them: not those in an
@@ -232,12 +299,14 @@ class Reacher:
             candidate = step.candidate or caller.how != "graph"
             if test is not None:
                 yield Reached(caller.path, test, hops, confidence, step.via, caller.line,
-                              "call", candidate, caller.kind, step.through, step.state)
+                              "call", candidate, caller.kind, step.through, step.state,
+                              self._unused_after(step, caller.path, test.qualified_name))
             elif self._at_import(caller):
                 if role == _TEST_ROLE:
                     yield Reached(caller.path, None, hops, confidence, step.via, caller.line,
                                   "module", candidate, through=step.through,
-                                  state=step.state)
+                                  state=step.state, unused=self._unused_after(
+                                      step, caller.path, None))
                     continue
                 held = self._variables_at(caller) or self._attribute_users(caller)
                 if not held:
@@ -246,11 +315,11 @@ class Reacher:
                     short = name.rsplit(".", 1)[-1]
                     yield _Step(name, hops, confidence, (short, *step.via), candidate,
                                 step.through or self._class_through(caller, name),
-                                step.state or short)
+                                step.state or short, step.unused)
             elif caller.enclosing:
                 short = caller.enclosing.rsplit(".", 1)[-1]
                 yield _Step(caller.enclosing, hops, confidence, (short, *step.via), candidate,
-                            step.through, step.state)
+                            step.through, step.state, step.unused)
 
     def _attribute_users(self, caller: Caller) -> list[str]:
         """Methods of the class (or a subclass) whose body ``caller`` sits in that read the
@@ -337,11 +406,12 @@ class Reacher:
                 if is_test(other) and self.index.roles.get(path) == _TEST_ROLE:
                     yield Reached(path, other, step.hops + 1, step.confidence, step.via,
                                   other.start_line, "fixture", step.candidate,
-                                  through=step.through, state=step.state)
+                                  through=step.through, state=step.state,
+                                  unused=self._unused_after(step, path, other.qualified_name))
                 elif d.name in other.parameters and self._is_fixture(path, other.start_line):
                     yield _Step(other.qualified_name, step.hops + 1, step.confidence,
                                 (other.name, *step.via), step.candidate, step.through,
-                                step.state)
+                                step.state, step.unused)
 
     def _run_by_framework(self, step: _Step) -> Iterator[Reached]:
         """A function of a test file or conftest that nothing calls runs only through the
@@ -356,14 +426,16 @@ class Reacher:
                        if t.parent == parent.qualified_name and is_test(t)]
             yield from (Reached(d.path, t, step.hops + 1, step.confidence, step.via,
                                 t.start_line, "setup", step.candidate, through=step.through,
-                                state=step.state)
+                                state=step.state,
+                                unused=self._unused_after(step, d.path, t.qualified_name))
                         for t in members)
             return
         scope = _fixture_scope(d.path)
         paths = [d.path] if scope is None else [
             p for p in self.index.test_defs if _within(p, scope)]
         yield from (Reached(p, None, step.hops + 1, step.confidence, step.via, 1, "module",
-                            step.candidate, through=step.through, state=step.state)
+                            step.candidate, through=step.through, state=step.state,
+                            unused=self._unused_after(step, p, None))
                     for p in paths if self.index.roles.get(p) == _TEST_ROLE)
 
     def _decorators(self, path: str, start_line: int) -> str:
@@ -398,7 +470,8 @@ class Reacher:
                         d.name == prefix if exact else d.name.startswith(prefix)):
                     short = method.rsplit(".", 1)[-1]
                     yield _Step(method, step.hops + 1, round(step.confidence * _LOOKUP_SHARE, 4),
-                                (short, *step.via), True, step.through, step.state)
+                                (short, *step.via), True, step.through, step.state,
+                                step.unused)
 
     def _lookup_sites(self, cls: str) -> list[tuple[str, str, bool]]:
         """(method, name or prefix looked up on self, whether the whole name) in ``cls``."""
@@ -431,7 +504,7 @@ class Reacher:
                 or d.parent not in self.graph.tables.definitions:
             return []
         return [_Step(d.parent, step.hops, step.confidence, step.via, step.candidate,
-                      step.through, step.state)]
+                      step.through, step.state, step.unused)]
 
     def _objects_of(self, step: _Step, dead_end: bool) -> list[_Step]:
         """The class (and its subclasses) of a method called without its name: by syntax
@@ -448,8 +521,9 @@ class Reacher:
             return []
         classes = [d.parent, *self._subclasses_of(d.parent)]
         short = d.parent.rsplit(".", 1)[-1]
+        unused = tuple(dict.fromkeys((*step.unused, d.name)))
         return [_Step(c, step.hops, step.confidence, (c.rsplit(".", 1)[-1], *step.via),
-                      step.candidate, step.through or short, step.state)
+                      step.candidate, step.through or short, step.state, unused)
                 for c in classes if c in self.graph.tables.definitions]
 
     def _subclasses_of(self, cls: str) -> list[str]:
@@ -490,11 +564,19 @@ def _assigned_name(stmt: ast.stmt) -> str | None:
 
 
 def _keep(found: dict[tuple[str, str | None, str], Reached], item: Reached) -> None:
-    """One Reached per test: the shortest, most confident path."""
+    """One Reached per test: the strongest path (fewest methods called without their name
+    that nothing on the way uses, then a call path to the symbol itself before one
+    through objects or import-time values), then the shortest, most confident."""
     key = (item.path, item.test.qualified_name if item.test else None, item.how)
     best = found.get(key)
-    if best is None or (item.hops, -item.confidence) < (best.hops, -best.confidence):
+    if best is None or _strength(item) < _strength(best):
         found[key] = item
+
+
+def _strength(item: Reached) -> tuple[int, bool, int, float]:
+    """Smaller is stronger."""
+    weak = item.through is not None or item.state is not None
+    return len(item.unused), weak, item.hops, -item.confidence
 
 
 def _fixture_scope(path: str) -> str | None:
