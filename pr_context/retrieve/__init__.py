@@ -70,13 +70,9 @@ MIN_HIT_COSINE_RATIO = 0.5
 UNRELATED_MENTION_RATIO = MIN_HIT_COSINE_RATIO / 2
 TEST_ROLES = frozenset(INTENT_ROLES["tests"])
 DEFINITION_BOOST = 1.2  # a definition beats a chunk that only uses the name
-# "How does X work" is answered by code with logic in it: a property or one-line
-# accessor that merely shares the query's words ranks a little lower, unless named.
-TRIVIAL_DEFINITION_LINES = 4
 # "ValueError: bad x" asks where and why it is raised: the exception class itself, which
 # every signal matches by name, steps behind the raise sites.
 REPORTED_EXCEPTION_FACTOR = 0.5
-TRIVIAL_DEFINITION_FACTOR = 0.8
 # A docs page whose file name the query uses is about what it asks ("how do I test my
 # app": docs/testing.rst); a changelog records what changed, so for any other question
 # the page describing the code comes first.
@@ -196,9 +192,6 @@ class _Scorer:
         factor = 1.0
         if chunk.kind in DEFINITION_KINDS and "structure" in parts:
             factor *= DEFINITION_BOOST
-        elif (chunk.kind == "definition" and self.intent.intent == "implementation"
-              and chunk.end_line - chunk.start_line + 1 <= TRIVIAL_DEFINITION_LINES):
-            factor *= TRIVIAL_DEFINITION_FACTOR
         if chunk.kind == "class_header" and (chunk.symbol or "").rsplit(".", 1)[-1] in \
                 self.reported:
             factor *= REPORTED_EXCEPTION_FACTOR
