@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from pr_context.pipeline import Searcher
-from pr_context.retrieve import SearchOutcome
+from pr_context.retrieve import SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.fusion import detect_intent
-from pr_context.retrieve.signals import anchor_ranking, name_ranking
+from pr_context.retrieve.signals import anchor_ranking, name_ranking, raised_ranking
 from tests.conftest import GitRepo
 from tests.fakes import fake_search
 
@@ -151,3 +151,53 @@ def test_the_users_values_in_a_reported_error_are_no_unknown_concepts(
     assert "never mentions" not in (outcome.message or "")
     quoted = run(app, "the config file 'kubernetesdeploymentz.py' will not load")
     assert "never mentions" not in (quoted.message or "")
+
+
+STREAMS = {
+    "net/errors.py": '''class IncompleteRead(Exception):
+    pass
+''',
+    "net/streams.py": '''from net.errors import IncompleteRead
+
+
+def receive_exactly(stream, count):
+    data = stream.read(count)
+    if len(data) < count:
+        raise IncompleteRead
+    return data
+
+
+def receive_until(stream, delimiter):
+    data = stream.read_until(delimiter)
+    if not data.endswith(delimiter):
+        raise IncompleteRead from None
+    return data
+
+
+def close(stream):
+    if stream.closed:
+        raise RuntimeError("already closed")
+    stream.closed = True
+''',
+}
+
+
+def test_the_exception_its_best_candidates_raise_is_found(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    _, corpus = fake_search(make_repo(STREAMS).path, tmp_path / "s.duckdb")
+    index = {c.symbol: i for i, c in enumerate(corpus.chunks)}
+    raisers = [(index["net.streams.receive_exactly"], 0.3),
+               (index["net.streams.receive_until"], 0.2)]
+    [(found, vote)] = raised_ranking(corpus, raisers)
+    assert corpus.chunks[found].symbol == "net.errors.IncompleteRead"
+    assert vote == pytest.approx(0.5)
+    # One raiser may raise it in passing: no vote.
+    assert raised_ranking(corpus, raisers[:1]) == []
+
+
+def test_a_question_about_raise_sites_reaches_the_exception_class(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    _, corpus = fake_search(make_repo(STREAMS).path, tmp_path / "s.duckdb")
+    outcome = search(corpus, "what is raised when receive exactly reads too little data?")
+    [hit] = [h for h in outcome.hits if h.symbol == "net.errors.IncompleteRead"]
+    assert "raised" in hit.components

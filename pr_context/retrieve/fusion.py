@@ -53,6 +53,9 @@ SIGNAL_WEIGHTS = MappingProxyType({
     # For "which tests / where documented" questions: a test or doc that uses the named
     # symbol is what the user asked for, as exact as a definition match.
     "usage": 2.0,
+    # Exception classes the best candidates raise (signals.raised_ranking): as good as
+    # a similarity signal, no better.
+    "raised": 1.0,
 })
 
 # Similar is not relevant: tests, fakes and docs share the implementation's vocabulary

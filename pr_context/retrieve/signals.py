@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ __all__ = [
     "message_ranking",
     "name_ranking",
     "neighbourhood_paths",
+    "raised_ranking",
     "reported_exceptions",
     "structure_ranking",
     "traceback_locations",
@@ -53,6 +55,10 @@ RAISE_SITE_STRENGTH = 1.0
 FIELD_DECLARATION_STRENGTH = 0.8
 EXCEPTION_CLASS_FACTOR = 0.5
 MAX_ANCHOR_DEFINITIONS = 3
+RAISERS_VOTING = 10  # the candidates that vote: two answer lists' worth
+# What several of them raise is what they have in common; one raiser may raise it in
+# passing (a guard against misuse), which says nothing of the question.
+MIN_RAISERS = 2
 _EXPECTING_ROLES = frozenset({"test", "test_support"})
 # A template matching less than this is a few shared words, not the message quoted.
 MIN_MESSAGE_STRENGTH = 0.3
@@ -334,6 +340,38 @@ def anchor_ranking(corpus: SearchCorpus, query: str, limit: int = CANDIDATES_PER
                     found[index] = max(found.get(index, 0.0), score)
         if len(found) >= limit:
             break
+    return sorted(found.items(), key=lambda item: (-item[1], item[0]))
+
+
+# ``raise WouldBlock``, ``raise IncompleteRead from None``, ``throw new BadInput(...)``.
+_RAISE = re.compile(r"\b(?:raise|throw)\s+(?:new\s+)?([A-Za-z_][\w.]*)")
+
+
+def raised_ranking(corpus: SearchCorpus, fused: Ranking, top: int = RAISERS_VOTING
+                   ) -> Ranking:
+    """Exception classes the best candidates raise, by the candidates' summed scores.
+
+    An exception is described by the conditions it is raised under, and those are
+    written at its raise sites: a question describing it ("raised when the connection
+    closes before enough bytes were read") finds the functions raising it more readily
+    than its class, whose own text is often a line. Each of the ``top`` best fused
+    candidates votes with its score for the classes its code raises.
+    """
+    votes: dict[str, list[float]] = defaultdict(list)
+    for index, score in fused[:top]:
+        for name in {n.rsplit(".", 1)[-1] for n in _RAISE.findall(corpus.texts[index])}:
+            votes[name].append(score)
+    found: dict[int, float] = {}
+    for name, scores in votes.items():
+        if len(scores) < MIN_RAISERS:
+            continue
+        vote = sum(scores)
+        definitions = [d for d in corpus.definitions_by_name.get(name, ()) if d.kind == "class"]
+        if len(definitions) > MAX_ANCHOR_DEFINITIONS:
+            continue
+        for definition in definitions:
+            for index in _definition_chunks(corpus, definition):
+                found[index] = max(found.get(index, 0.0), vote)
     return sorted(found.items(), key=lambda item: (-item[1], item[0]))
 
 
