@@ -1283,13 +1283,17 @@ def test_a_with_target_says_where_it_came_from(
 # Same-name candidates: the calling file's imports and language say which is likelier.
 HOMONYM_FILES = {
     "rep/__init__.py": "",
-    "rep/reports.py": ("class Report:\n    def to_json(self):\n        return {}\n"),
+    "rep/reports.py": ("class Report:\n    def to_json(self):\n        return {}\n\n\n"
+                       "class TestReport(Report):\n    pass\n"),
     "rep/subtests.py": ("class Context:\n    def to_json(self):\n        return {}\n"),
     "rep/base.py": ("class Base:\n    def to_json(self):\n        return {}\n\n\n"
                     "class Derived(Base):\n    def to_json(self):\n        return {'d': 1}\n"),
     "rep/use.py": ("from rep.reports import Report\n\n\n"
                    "def dump(report):\n    return report.to_json()\n"),  # 5
     "rep/plain.py": "def dump(thing):\n    return thing.to_json()\n",  # 2: imports nothing
+    # 5: a subclass that inherits Report's method
+    "rep/use_sub.py": ("from rep.reports import TestReport\n\n\n"
+                       "def dump(report):\n    return report.to_json()\n"),
     "rep/derived.py": ("from rep.base import Base\n\n\n"
                        "def dump(item):\n    return item.to_json()\n"),  # 5: Base or Derived
     "web/page.js": "export function log(x) {\n  return x.to_json()\n}\n",
@@ -1300,9 +1304,10 @@ HOMONYM_FILES = {
     pytest.param("rep.reports.Report.to_json", [
         ("rep/plain.py", 2, "rep.plain.dump", "lexical"),
         ("rep/use.py", 5, "rep.use.dump", "lexical"),  # not derived.py: it imports Base
+        ("rep/use_sub.py", 5, "rep.use_sub.dump", "lexical"),
     ], id="the-imported-class"),
     pytest.param("rep.subtests.Context.to_json", [
-        ("rep/plain.py", 2, "rep.plain.dump", "lexical"),
+        ("rep/plain.py", 2, "rep.plain.dump", "lexical"),  # nor use_sub.py: a Report
     ], id="not-where-another-homonym-is-imported"),
     pytest.param("rep.base.Derived.to_json", [
         ("rep/derived.py", 5, "rep.derived.dump", "lexical"),  # a Base may be a Derived

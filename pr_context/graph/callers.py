@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
-from pr_context.graph.names import class_bases, imported_targets, mro
+from pr_context.graph.names import class_bases, imported_targets, mro, resolve_dotted
 from pr_context.graph.resolve import resolve_site
 from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables, read_tables
 from pr_context.graph.types import bind_types
@@ -79,7 +79,8 @@ class SymbolGraph:
     dynamic: Mapping[str, tuple[Site, ...]]  # method name -> calls on unknown receivers
     unbound: Mapping[str, tuple[Site, ...]]  # name -> bare calls nothing binds
     names: Mapping[str, tuple[str, ...]]  # name -> definitions with that name
-    # path -> what its imports can name (graph.names.imported_targets), filled on use
+    # path -> what its imports can name (graph.names.imported_targets) and the bases of
+    # the classes among them, filled on use
     visible: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
 
 
@@ -208,12 +209,26 @@ def _likelier_homonym(graph: SymbolGraph, site: Site, d: Def, methods: list[str]
 
 
 def _can_name(graph: SymbolGraph, path: str, cls: str) -> bool:
-    """Whether ``path`` defines or imports ``cls``, its module or a package above it."""
+    """Whether ``path`` defines or imports ``cls``, a subclass of it, its module or a
+    package above it."""
     if path not in graph.visible:
-        graph.visible[path] = imported_targets(graph.tables, path)
+        graph.visible[path] = _with_bases(graph.tables, imported_targets(graph.tables, path))
     module = graph.tables.file_module.get(graph.tables.definitions[cls].path, "")
     return any(name == target or name.startswith(target + ".")
                for target in graph.visible[path] if target for name in (cls, module))
+
+
+def _with_bases(tables: Tables, targets: frozenset[str]) -> frozenset[str]:
+    """``targets`` and the index bases of the classes among them: an instance of an
+    imported ``TestReport`` has the methods of its base ``BaseReport``."""
+    classes = (resolve_dotted(tables, t) for t in targets)
+    return targets | {base for cls in classes if cls and _is_class(tables, cls)
+                      for base in mro(tables, cls)}
+
+
+def _is_class(tables: Tables, qualified_name: str) -> bool:
+    d = tables.definitions.get(qualified_name)
+    return d is not None and d.kind in CLASS_KINDS
 
 
 def _family(language: str) -> str:
