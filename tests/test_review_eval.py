@@ -216,3 +216,55 @@ def use(param):
 def test_miss_kind_names_what_the_site_calls_the_function_on(line, kind):
     assert cs.miss_kind(ast.parse(MISSES), line, "send") == kind
     assert cs.miss_kind(None, line, "send") == "other"
+
+
+# jedi resolves ``@pytest.fixture`` to ``_pytest.fixtures.fixture`` in the tree (its
+# search path is the tree and the standard library only), so the tree holds that name.
+FIXTURE_TREE = {
+    "_pytest/__init__.py": "",
+    "_pytest/fixtures.py": "def fixture(function):\n    return function\n",
+    "pytest.py": "from _pytest.fixtures import fixture\n",
+    "conftest.py": '''\
+import pytest
+
+
+class Foo:
+    def run(self): ...
+
+
+class Bar:
+    def run(self): ...
+
+
+@pytest.fixture
+def foo() -> Foo:
+    return Foo()
+''',
+    "test_a.py": '''\
+from conftest import Bar
+
+
+def test_one(foo):
+    foo.run()
+
+
+def test_two(foo):
+    foo.run()
+
+
+def test_other():
+    Bar().run()
+''',
+}
+
+
+def test_jedi_confirms_a_fixture_call_its_reference_search_left_out(tmp_path):
+    for path, text in FIXTURE_TREE.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    definition = ("conftest.py", 5)  # Foo.run
+    listed = ev.jedi_references(tmp_path, *definition, 8)
+    fixture_calls = {("test_a.py", 5), ("test_a.py", 9)}
+    assert listed <= fixture_calls
+    assert all(ev.jedi_confirms(tmp_path, site, "run", definition) for site in fixture_calls)
+    assert not ev.jedi_confirms(tmp_path, ("test_a.py", 13), "run", definition)
