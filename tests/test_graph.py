@@ -1347,6 +1347,42 @@ def test_parameters_typed_by_the_only_plugin_fixture_of_their_name(
     assert found == {2: "graph", 3: "lexical"}
 
 
+# Fixture methods of a test class: visible to its tests and its subclasses' only.
+CLASS_FIXTURE_FILES = {
+    "kit/__init__.py": "",
+    "kit/shapes.py": ("class Circle:\n    def area(self):\n        return 3\n\n\n"
+                      "class Square:\n    def area(self):\n        return 4\n"),
+    "tests/test_shapes.py": ("import pytest\n\nfrom kit.shapes import Circle, Square\n\n\n"
+                             "class TestCircle:\n"
+                             "    @pytest.fixture\n"
+                             "    def shape(self):\n        return Circle()\n\n"
+                             "    def test_area(self, shape):\n"
+                             "        shape.area()\n\n\n"  # 12
+                             "class TestSquare:\n"
+                             "    @pytest.fixture\n"
+                             "    def shape(self):\n        return Square()\n\n"
+                             "    def test_area(self, shape):\n"
+                             "        shape.area()\n\n\n"  # 21
+                             "class TestBigSquare(TestSquare):\n"
+                             "    def test_big(self, shape):\n"
+                             "        shape.area()\n\n\n"  # 26: the base's fixture
+                             "def test_loose(shape):\n"
+                             "    shape.area()\n"),  # 30: no fixture it can see
+}
+
+
+@pytest.mark.parametrize(("symbol", "lines"), [
+    ("kit.shapes.Circle.area", {12: "graph", 30: "lexical"}),
+    ("kit.shapes.Square.area", {21: "graph", 26: "graph", 30: "lexical"}),
+])
+def test_fixture_methods_are_visible_in_their_class_and_its_subclasses(
+        graphs: Callable[[dict[str, str]], SymbolGraph], symbol: str,
+        lines: dict[int, str]) -> None:
+    found = {c.line: c.how for c in callers_of(graphs(CLASS_FIXTURE_FILES), symbol)
+             if c.path == "tests/test_shapes.py"}
+    assert found == lines
+
+
 # Another name for a class or function, assigned at module level.
 ALIAS_FILES = {
     "ma/__init__.py": "from ma.fields import Str\n",

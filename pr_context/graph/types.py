@@ -29,7 +29,7 @@ from pr_context.graph.annotations import (
     split_top_level,
 )
 from pr_context.graph.infer import FUNCTION_KINDS, Inferred, infer, is_inferable
-from pr_context.graph.names import enclosing_class, is_enum, resolve_in
+from pr_context.graph.names import enclosing_class, is_enum, mro, resolve_in
 from pr_context.graph.reads import EVERYTHING, Read, ReadLog, RecordedMap, RecordedMemo
 from pr_context.graph.tables import CLASS_KINDS, Assignment, Def, Tables
 
@@ -436,7 +436,7 @@ def _fixture_parameters(tables: Tables, variables: Mapping[Key, list[Assignment]
         for name, annotation in requested:
             key = (d.qualified_name, name)
             found = None if annotation or key in variables else _visible_fixture(
-                d.path, by_name.get(name, []))
+                tables, d, by_name.get(name, []))
             if found:
                 typed[key] = [replace(found, line=d.start_line)]
     return typed
@@ -470,19 +470,25 @@ def _fixture_class(tables: Tables, d: Def) -> Assignment | None:
     return None
 
 
-def _visible_fixture(path: str, candidates: list[tuple[Def, Assignment | None]]
-                     ) -> Assignment | None:
-    """The fixture pytest would pass in ``path``: same file, then the nearest conftest.py,
-    else the only fixture of that name a plugin module (neither a conftest nor a test
-    module) defines: a parameter of a test names some fixture, and a plugin's (pytester's,
-    a project's own pytest plugin) are visible wherever the plugin is active."""
-    directory = posixpath.dirname(path)
+def _visible_fixture(tables: Tables, requester: Def,
+                     candidates: list[tuple[Def, Assignment | None]]) -> Assignment | None:
+    """The fixture pytest would pass to ``requester``: a fixture method of its class (or
+    of an enclosing class, or of a base of either), then its file's, then the nearest
+    conftest.py's, else the only fixture of that name a plugin module (neither a conftest
+    nor a test module) defines: a parameter of a test names some fixture, and a plugin's
+    (pytester's, a project's own pytest plugin) are visible wherever the plugin is active.
+    A fixture method of another class is not visible."""
+    path, directory = requester.path, posixpath.dirname(requester.path)
+    classes = _classes_around(tables, requester)
     ranked: list[tuple[tuple[int, int], Assignment | None]] = []
     plugins = []
     for d, assigned in candidates:
         name = posixpath.basename(d.path)
-        if d.path == path:
-            ranked.append(((0, 0), assigned))
+        if _is_class(tables, d.parent):
+            if d.parent in classes:
+                ranked.append(((0, 0), assigned))
+        elif d.path == path:
+            ranked.append(((0, 1), assigned))
         elif name == "conftest.py":
             home = posixpath.dirname(d.path)
             if home == "" or directory == home or directory.startswith(home + "/"):
@@ -492,6 +498,21 @@ def _visible_fixture(path: str, candidates: list[tuple[Def, Assignment | None]]
     if not ranked and len(plugins) == 1 and len(candidates) == 1:
         return plugins[0]
     return min(ranked, key=lambda r: r[0])[1] if ranked else None
+
+
+def _classes_around(tables: Tables, d: Def) -> set[str]:
+    """The classes around ``d`` and their bases: whose fixture methods ``d`` can request."""
+    around: set[str] = set()
+    cls = enclosing_class(tables, d.parent)
+    while cls is not None:
+        around.update(mro(tables, cls))
+        cls = enclosing_class(tables, tables.definitions[cls].parent)
+    return around
+
+
+def _is_class(tables: Tables, qualified_name: str | None) -> bool:
+    d = tables.definitions.get(qualified_name or "")
+    return d is not None and d.kind in CLASS_KINDS
 
 
 def _sorted(variables: Mapping[Key, list[Assignment]]) -> dict[Key, tuple[Assignment, ...]]:
