@@ -11,7 +11,11 @@ start in a fraction of a second, and what lets pr-context run without torch at a
 Every text runs alone (a batch of one): dynamic int8 quantization computes each
 activation's scale over the whole batch, padding included, so a text's vector would
 otherwise depend on its batch-mates, and an incremental update would not give the
-vectors of a full build. Without padding a batch of one costs no more per text here.
+vectors of a full build (fp32 too differs in the last bits with the batch's shape).
+The cores are used by running texts side by side, one thread each, rather than by
+splitting each operator over threads: a text of ~170 tokens makes small matrices, and
+ONNX Runtime's threads spin-wait for each other at every one of ~100 operators, which on
+a runner shared with other jobs cost more than the work (docs/embedding-backends.md).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -37,7 +42,8 @@ from pr_context.errors import EmbeddingError
 if TYPE_CHECKING:
     from pr_context.embed import Embeddings
 
-__all__ = ["GRAPH_VERSION", "ONNX_BACKENDS", "OnnxBackend", "OnnxEmbedder", "model_digest"]
+__all__ = ["GRAPH_VERSION", "ONNX_BACKENDS", "OnnxBackend", "OnnxEmbedder", "model_digest",
+           "run_alone", "session_options"]
 
 OnnxBackend = Literal["onnx", "onnx-int8"]
 ONNX_BACKENDS: tuple[OnnxBackend, ...] = ("onnx", "onnx-int8")
@@ -80,11 +86,12 @@ class _CachedGraph:
     folder: Path
     backend: OnnxBackend
     source_digest: str
+    recipe: str  # GRAPH_VERSION when it was found or made
 
     @property
     def identity(self) -> str:
         """The backend as an index records it: the variant and a hash of what made it."""
-        text = f"{self.backend}:{GRAPH_VERSION}:{self.source_digest}"
+        text = f"{self.backend}:{self.recipe}:{self.source_digest}"
         return f"{self.backend}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
     @property
@@ -109,7 +116,7 @@ class _CachedGraph:
 
 def _cached_graph(cache_dir: Path, backend: OnnxBackend, source_digest: str) -> _CachedGraph:
     folder = cache_dir / f"{backend}-{GRAPH_VERSION}-{source_digest[:16]}"
-    return _CachedGraph(folder, backend, source_digest)
+    return _CachedGraph(folder, backend, source_digest, GRAPH_VERSION)
 
 
 class OnnxEmbedder:
@@ -160,15 +167,10 @@ class OnnxEmbedder:
         long = [i for i, n in enumerate(counts) if n > self.max_tokens]
         truncated = dict(zip(long, self._truncating.encode_batch([texts[i] for i in long]),
                              strict=True))
+        used = [truncated.get(i, encoding) for i, encoding in enumerate(full)]
         session = self._session
         started = time.perf_counter()
-        for i, encoding in enumerate(full):
-            used = truncated.get(i, encoding)
-            vectors[i] = session.run(None, {
-                "input_ids": np.asarray([used.ids], np.int64),
-                "attention_mask": np.asarray([used.attention_mask], np.int64),
-                "token_type_ids": np.asarray([used.type_ids], np.int64),
-            })[0][0]
+        run_alone(session, used, vectors)
         self.encode_seconds += time.perf_counter() - started
         return Embeddings(vectors, counts)
 
@@ -206,14 +208,55 @@ class OnnxEmbedder:
             _make_graph(self._model, graph)
         import onnxruntime
 
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3  # warnings about unused initialisers are noise
         try:
-            return onnxruntime.InferenceSession(str(graph.model_file), options,
+            return onnxruntime.InferenceSession(str(graph.model_file), session_options(),
                                                 providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"cannot load the ONNX model {graph.model_file}: {exc}. "
                                  "Delete that folder to build it again") from exc
+
+
+def run_alone(session: Any, encodings: Sequence[Any], vectors: np.ndarray) -> None:
+    """Each text's vector into its row of ``vectors``, one text per run, as many runs at
+    once as there are cores (ONNX Runtime releases the GIL while it computes)."""
+    def run(i: int) -> None:
+        vectors[i] = session.run(None, _feed(encodings[i]))[0][0]
+
+    # Longest first, so that the workers run out of texts at about the same time.
+    order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+    workers = min(_usable_cores(), len(order))
+    if workers == 1:
+        for i in order:
+            run(i)
+        return
+    with ThreadPoolExecutor(workers, thread_name_prefix="onnx-embed") as pool:
+        list(pool.map(run, order))
+
+
+def session_options() -> Any:
+    """One thread per run: the texts run side by side instead (see ``run_alone``)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # warnings about unused initialisers are noise
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return options
+
+
+def _feed(encoding: Any) -> dict[str, np.ndarray]:
+    """One text's inputs as a batch of one."""
+    return {"input_ids": np.asarray([encoding.ids], np.int64),
+            "attention_mask": np.asarray([encoding.attention_mask], np.int64),
+            "token_type_ids": np.asarray([encoding.type_ids], np.int64)}
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS tells it)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity else os.cpu_count() or 1)
 
 
 def _make_graph(model: BertSentenceModel, graph: _CachedGraph) -> None:
@@ -237,7 +280,7 @@ def _make_graph(model: BertSentenceModel, graph: _CachedGraph) -> None:
             build_graph(model, final)
         _write_json(work / _RECORD_FILE, {
             "identity": graph.identity, "backend": graph.backend,
-            "source_digest": graph.source_digest, "graph_version": GRAPH_VERSION,
+            "source_digest": graph.source_digest, "graph_version": graph.recipe,
             "opset": GRAPH_OPSET, "sha256": _file_sha256(final)})
         if graph.folder.exists():
             shutil.rmtree(graph.folder)

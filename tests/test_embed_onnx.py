@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pr_context import embed_onnx
 from pr_context.embed import DEFAULT_MODEL, SentenceTransformerEmbedder, make_embedder
 from pr_context.embed_onnx import OnnxEmbedder
 from pr_context.errors import EmbeddingError
@@ -62,6 +63,12 @@ def test_a_texts_vector_does_not_depend_on_its_batch_mates(
     batched = embedder.embed(TEXTS).vectors
     for i, text in enumerate(TEXTS):
         assert np.array_equal(embedder.embed([text]).vectors[0], batched[i])
+    # Another company, another order, a text twice: the texts run side by side on the
+    # cores, and none of that may reach a vector.
+    mixed = [TEXTS[3], *reversed(TEXTS), TEXTS[0]]
+    assert np.array_equal(embedder.embed(mixed).vectors,
+                          batched[[3, *reversed(range(len(TEXTS))), 0]])
+    assert embedder._session.get_session_options().intra_op_num_threads == 1
 
 
 def test_word_pieces_come_from_the_tokenizer_file_without_the_model(
@@ -128,29 +135,65 @@ def _vectors(db: Path) -> dict[str, list[float]]:
         return dict(store.query("SELECT text_hash, vector FROM embeddings"))
 
 
-@pytest.mark.parametrize("damage", ["corrupt", "missing record", "missing folder"])
+_DAMAGES = {"corrupt": "corrupt", "missing model": "model file is missing",
+            "missing record": "record is missing", "another recipe": "another model or recipe",
+            "missing folder": "building"}
+
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+@pytest.mark.parametrize("damage", list(_DAMAGES))
 def test_a_damaged_graph_is_built_again_with_a_warning(
         onnx_embedders: dict[str, OnnxEmbedder], onnx_cache: Path, damage: str,
-        caplog: pytest.LogCaptureFixture) -> None:
-    expected = onnx_embedders["onnx-int8"].embed(TEXTS[:2]).vectors
-    folder = next(onnx_cache.glob("onnx-int8-*"))
+        backend: str, caplog: pytest.LogCaptureFixture) -> None:
+    expected = onnx_embedders[backend].embed(TEXTS[:2]).vectors
+    folder = onnx_embedders[backend]._graph.folder
+    _damage(folder, damage)
+    warnings: list[str] = []
+    embedder = make_embedder(DEFAULT_MODEL, backend, onnx_cache, warnings.append)
+    assert np.array_equal(embedder.embed(TEXTS[:2]).vectors, expected)
+    assert len(warnings) == 1 and str(folder) in warnings[0]
+    assert _DAMAGES[damage] in warnings[0]
+    assert not caplog.records  # the quantizer's own advice is not shown to users
+    record = json.loads((folder / "graph.json").read_text())
+    assert record["identity"] == embedder.backend == onnx_embedders[backend].backend
+
+
+def _damage(folder: Path, damage: str) -> None:
+    model, record = folder / "model.onnx", folder / "graph.json"
     if damage == "corrupt":
-        model = folder / "model.onnx"
         model.write_bytes(model.read_bytes()[: 1000])
+    elif damage == "missing model":
+        model.unlink()
     elif damage == "missing record":
-        (folder / "graph.json").unlink()
+        record.unlink()
+    elif damage == "another recipe":
+        written = json.loads(record.read_text())
+        record.write_text(json.dumps({**written, "identity": "onnx:an-older-recipe"}))
     else:
         for path in folder.iterdir():
             path.unlink()
         folder.rmdir()
+
+
+def test_a_changed_recipe_changes_the_identity_and_the_index_re_embeds(
+        onnx_embedders: dict[str, OnnxEmbedder], onnx_cache: Path,
+        make_repo: Callable[..., GitRepo], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo({"a.py": CONTENTS[0], "pkg/b.py": CONTENTS[1]})
+    db = tmp_path / "index.duckdb"
+    first, _ = index(repo, db, embedder=onnx_embedders["onnx"])
+    before = onnx_embedders["onnx"].backend
+    monkeypatch.setattr(embed_onnx, "GRAPH_VERSION", "next-recipe")
     warnings: list[str] = []
-    embedder = make_embedder(DEFAULT_MODEL, "onnx-int8", onnx_cache, warnings.append)
-    assert np.array_equal(embedder.embed(TEXTS[:2]).vectors, expected)
-    assert len(warnings) == 1 and str(folder) in warnings[0]
-    assert ("corrupt" in warnings[0]) == (damage == "corrupt")
-    assert not caplog.records  # the quantizer's own advice is not shown to users
-    record = json.loads((folder / "graph.json").read_text())
-    assert record["identity"] == embedder.backend == onnx_embedders["onnx-int8"].backend
+    changed = make_embedder(DEFAULT_MODEL, "onnx", onnx_cache, warnings.append)
+    assert changed.backend.startswith("onnx:")
+    assert changed.backend != before == onnx_embedders["onnx"].backend
+    again, progress = index(repo, db, embedder=changed)
+    assert again.embedded == again.chunks == first.chunks and not again.incremental
+    assert any("embedding_backend" in w for w in progress.warnings)
+    # Its graph is made in a folder of its own; the old recipe's is left as it was.
+    assert len(warnings) == 1 and "next-recipe" in warnings[0]
+    assert onnx_embedders["onnx"]._graph.problem() is None
 
 
 def test_a_model_the_onnx_backend_cannot_run_is_a_clear_error(tmp_path: Path) -> None:
