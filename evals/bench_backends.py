@@ -33,6 +33,14 @@ backend in its own cache of corpora and indexes) and the review evaluation with
 embeddings (``evals/review/run_review_eval.py --no-jedi --embeddings``), compared with
 torch's: a backend keeps quality when every figure is within 0.01 of torch's.
 
+**levers** (``evals/bench_embed_levers.py``): in one process, on a random sample of
+sphinx's chunk texts, torch's ``encode`` beside the fp32 graph run other ways (operator
+threads with and without spin-waiting, padded batches) and the int8 graph quantized other
+ways: speed, agreement with torch, and whether a text's vector keeps its bits.
+
+A part with no figures file (``evals/out`` is not committed; a fresh machine has none)
+keeps its section of the ``--doc`` report as it stands, with the command that made it.
+
 Side effects: corpora, clones and indexes under ``evals/.cache/``, raw figures in
 ``evals/out/bench_backends-<part>.json``, eval outputs under ``evals/out/backends/``, the
 report at ``--doc``.
@@ -74,6 +82,7 @@ CORPORA = (SPHINX, _DJANGO_CORE)
 BACKENDS = ("torch", "onnx", "onnx-int8")
 TARGET_BUILD_VS_ENCODE = 0.6
 WORK = CACHE_DIR / "bench-backends"
+EMBED_STAGE = "embedding chunks"  # the build's stage that runs the model
 
 
 def measure_corpus(corpus: Corpus, includes: Sequence[str], rounds: int,
@@ -105,7 +114,8 @@ def measure_corpus(corpus: Corpus, includes: Sequence[str], rounds: int,
             run = run_index(corpus.name, repo, rev, db, True, [
                 *extra, "--embedding-backend", backend, "--onnx-cache", str(onnx_cache)])
             builds[backend].append({"wall_s": run.wall_s, "peak_rss_mb": run.peak_rss_mb,
-                                    "embedded": float(run.count("embedded"))})
+                                    "embedded": float(run.count("embedded")),
+                                    "embedding_s": run.stages_s.get(EMBED_STAGE, 0.0)})
             encode_s.append(_time_encode(model, texts))
             _log(f"{corpus.name} round {round_number + 1} {backend}: build "
                  f"{run.wall_s:.1f}s, torch encode {encode_s[-1]:.1f}s")
@@ -115,6 +125,19 @@ def measure_corpus(corpus: Corpus, includes: Sequence[str], rounds: int,
             f"{corpus.releases[-1].version}", "includes": kept, "texts": len(texts),
             "builds": builds, "encode_s": encode_s, "agreement": agreement,
             "export_s": export_s, "graphs_fresh": True}
+
+
+def measure_levers_part(sample: int, rounds: int, model: Any) -> dict[str, Any]:
+    """The levers on a sample of all of sphinx's distinct chunk texts."""
+    from bench_embed_levers import measure_levers
+
+    repo = prepare_corpus(SPHINX)
+    scratch = WORK / "sphinx-all" / "texts.duckdb"
+    if not scratch.is_file():
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        run_index(SPHINX.name, repo, SPHINX.head_tag, scratch, False)
+    return measure_levers(_distinct_chunk_texts(scratch), sample, rounds, model,
+                          WORK / "onnx")
 
 
 def _build_graph(backend: str, cache: Path) -> float:
@@ -233,10 +256,12 @@ def render_builds(figures: dict[str, Any]) -> list[str]:
              "Each build is a "
              "`pr-context index` process from scratch with embeddings; *torch encode* is "
              "the torch model's own `encode` of the same distinct texts (batch 32, model "
-             "loaded), timed after each build.", "",
+             "loaded), timed after each build; *embedding stage* is the part of the "
+             "build that ran the model (its own log).", "",
              "| corpus | backend | texts | build wall s | chunks/s | peak RSS MB | build / "
-             "torch encode | cosine to torch, mean | worst |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "torch encode | embedding stage s (/ torch encode) | cosine to torch, mean "
+             "| worst |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     verdicts = []
     for corpus in figures["corpora"]:
         encode = statistics.median(corpus["encode_s"])
@@ -244,18 +269,22 @@ def render_builds(figures: dict[str, Any]) -> list[str]:
             wall = statistics.median(r["wall_s"] for r in runs)
             rss = max(r["peak_rss_mb"] for r in runs)
             agree = corpus["agreement"][backend]
+            stages = [r["embedding_s"] for r in runs if r.get("embedding_s")]
+            stage = (f"{statistics.median(stages):.1f} ({statistics.median(stages) / encode:.2f})"
+                     if len(stages) == len(runs) else "not recorded")
             lines.append(
                 f"| {corpus['corpus']} | {backend} | {corpus['texts']:,} | {wall:.1f} | "
                 f"{corpus['texts'] / wall:.1f} | {rss:,.0f} | {wall / encode:.2f} | "
-                f"{agree['mean']:.4f} | {agree['worst']:.4f} |")
+                f"{stage} | {agree['mean']:.4f} | "
+                f"{agree['worst']:.4f} |")
             if backend != "torch":
                 verdicts.append((corpus["corpus"], backend, wall / encode))
         kept = ", ".join(f"`{g}`" for g in corpus["includes"]) or "every path"
         lines.append(f"| {corpus['corpus']} | torch encode alone | | {encode:.1f} | "
-                     f"{corpus['texts'] / encode:.1f} | | 1.00 | | |")
+                     f"{corpus['texts'] / encode:.1f} | | 1.00 | | | |")
         made = ("graphs built from the weights in" if corpus.get("graphs_fresh") else
                 "graphs loaded from an earlier run's cache in")
-        lines.append(f"| | | | | | | | | {corpus['release']}, kept: {kept}; {made} "
+        lines.append(f"| | | | | | | | | | {corpus['release']}, kept: {kept}; {made} "
                      + ", ".join(f"{b} {s:.0f} s" for b, s in corpus["export_s"].items())
                      + " |")
     lines += ["", "| target: build at most "
@@ -323,25 +352,62 @@ def render_quality(figures: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def render_levers(figures: dict[str, Any]) -> list[str]:
+    from bench_embed_levers import render_levers as render_table
+
+    return render_table(figures, _conditions(figures))
+
+
 RENDERERS = {"builds": render_builds, "processes": render_processes,
-             "quality": render_quality}
+             "quality": render_quality, "levers": render_levers}
+# How each part's section of the report begins (to keep it when the part has no figures).
+SECTION_TITLES = {"builds": "## Full builds", "processes": "## Whole processes",
+                  "quality": "## Quality", "levers": "## Levers"}
+VERDICT_HEADER = "| backend | faster than torch"
 
 
-def render(parts: dict[str, dict[str, Any]]) -> str:
+def kept_report(doc: Path | None) -> dict[str, list[str]]:
+    """An earlier report's sections by part, its verdict table ("verdicts") and its
+    commands ("commands", by part): what parts without figures here keep."""
+    if doc is None or not doc.is_file():
+        return {}
+    kept: dict[str, list[str]] = {"verdicts": [], "commands": []}
+    current: str | None = None
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            current = next((p for p, t in SECTION_TITLES.items() if line.startswith(t)),
+                           None)
+        elif line.startswith(VERDICT_HEADER) or (current is None and not line):
+            current = "verdicts" if line else None
+        elif line.startswith("python evals/bench_backends.py"):
+            kept["commands"].append(line)
+            continue
+        if current is not None:
+            kept.setdefault(current, []).append(line)
+    return kept
+
+
+def render(parts: dict[str, dict[str, Any]], kept: dict[str, list[str]]) -> str:
+    commands = {p: figures.get("command", "") for p, figures in parts.items()}
+    for line in kept.get("commands", []):
+        part = next((p for p in RENDERERS if f"--parts {p}" in line), None)
+        if part and part not in commands and part in kept:
+            commands[part] = line
     lines = ["# Embedding backends: torch, onnx and onnx-int8", "",
              "Written by `evals/bench_backends.py`; do not edit by hand. Reproduce (one "
              "command per part, as last run):", "",
-             "```sh", *[p.get("command", "python evals/bench_backends.py")
-                        for p in parts.values()], "```", "",
+             "```sh", *[commands[p] for p in RENDERERS if p in commands], "```", "",
              "`onnx` runs a graph built from the model's weights without torch "
              "(`pr_context/embed_graph.py`), `onnx-int8` that graph quantized, `torch` the "
              "weights in PyTorch (docs/configuration.md#embedding-backends). A backend can "
              "be the default when it is faster than torch in every whole-process figure "
              "below and keeps quality.", ""]
-    lines += render_verdicts(parts)
+    lines += render_verdicts(parts) or kept.get("verdicts", [])
     for name, renderer in RENDERERS.items():
         if name in parts:
             lines += renderer(parts[name])
+        elif name in kept:
+            lines += kept[name]
     return "\n".join(lines)
 
 
@@ -386,7 +452,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include", action="append", default=[], metavar="GLOB",
                         help="keep only these paths of the corpus the glob's first "
                              "segment names (sphinx/..., django/...)")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="builds and levers: rounds, the order of backends (variants) "
+                             "rotating from round to round")
+    parser.add_argument("--sample", type=int, default=120,
+                        help="levers: how many distinct sphinx chunk texts to embed")
     parser.add_argument("--corpus", action="append", choices=[c.name for c in CORPORA],
                         help="only these corpora (default: all)")
     parser.add_argument("--parts", default=",".join(RENDERERS),
@@ -417,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         _part_file(part).write_text(json.dumps(figures, indent=1) + "\n")
     parts = {p: json.loads(_part_file(p).read_text()) for p in RENDERERS
              if _part_file(p).is_file()}
-    report = render(parts)
+    report = render(parts, kept_report(args.doc))
     if args.doc:
         args.doc.write_text(report, encoding="utf-8")
     print(report)
@@ -433,6 +503,8 @@ def _measure(part: str, args: argparse.Namespace) -> dict[str, Any]:
 
     model = SentenceTransformerEmbedder()._model
     model.encode(["warm up"], batch_size=ENCODE_BATCH_SIZE, normalize_embeddings=True)
+    if part == "levers":
+        return measure_levers_part(args.sample, args.rounds, model)
     chosen = [c for c in CORPORA if not args.corpus or c.name in args.corpus]
     return {"corpora": [measure_corpus(c, args.include, args.rounds, model)
                         for c in chosen], "rounds": args.rounds}
@@ -446,6 +518,8 @@ def _command(part: str, args: argparse.Namespace) -> str:
                   *[f"--corpus {c}" for c in args.corpus or []], f"--rounds {args.rounds}"]
     elif part == "processes":
         words.append(f"--queries {args.queries}")
+    elif part == "levers":
+        words += [f"--sample {args.sample}", f"--rounds {args.rounds}"]
     else:
         words += [flag for flag, on in (("--no-review-eval", args.no_review_eval),
                                         ("--reuse-eval-outputs", args.reuse_eval_outputs))
