@@ -264,13 +264,17 @@ def report(figures: dict[str, Any]) -> str:
               "(cached).",
               "", "| tool | dirty files | clean | first | cached | first - clean |",
               "|---|---|---|---|---|---|"]
-    for key, entry in overlay.items():
-        tool, size = key.split("/")
-        clean, first, cached = (statistics.median(entry[k]) for k in ("clean", "first",
-                                                                      "cached"))
-        lines.append(f"| `{tool}` | {size} | {clean:.2f} | {first:.2f} | {cached:.2f} | "
-                     f"{first - clean:.2f} |")
+    lines += [overlay_row(key, entry, code=True) for key, entry in overlay.items()]
     return "\n".join(lines) + "\n"
+
+
+def overlay_row(key: str, entry: dict[str, list[float]], code: bool) -> str:
+    """One overlay table row: ``key`` is NAME/SIZE; medians of clean, first, cached."""
+    name, size = key.split("/")
+    clean, first, cached = (statistics.median(entry[k]) for k in ("clean", "first", "cached"))
+    label = f"`{name}`" if code else name
+    return (f"| {label} | {size} | {clean:.2f} | {first:.2f} | {cached:.2f} | "
+            f"{first - clean:.2f} |")
 
 
 def _met(ok: bool) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from mcp import StdioServerParameters
 from mcp.client import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mcp import ROOT, _edit, _production_files, _timed
+from bench_mcp import ROOT, _edit, _production_files, _timed, overlay_row
 
 OUT_JSON = ROOT / "evals" / "out" / "bench_mcp_ab.json"
 QUERY = {"query": "render the overlay marker"}
@@ -82,13 +81,7 @@ async def _round(work: Path, files: list[Path], tag: str, order: list[str],
 def report(figures: dict[str, dict[str, list[float]]]) -> list[str]:
     lines = ["| server | dirty files | clean | first | cached | first - clean |",
              "|---|---|---|---|---|---|"]
-    for key, entry in figures.items():
-        name, size = key.split("/")
-        clean, first, cached = (statistics.median(entry[k]) for k in ("clean", "first",
-                                                                      "cached"))
-        lines.append(f"| {name} | {size} | {clean:.2f} | {first:.2f} | {cached:.2f} | "
-                     f"{first - clean:.2f} |")
-    return lines
+    return lines + [overlay_row(key, entry, code=False) for key, entry in figures.items()]
 
 
 def main() -> None:

@@ -232,10 +232,7 @@ class IndexStore:
 
         :raises IndexFileError: as ``open_existing``.
         """
-        if manifest is None:
-            with cls.open_existing(path) as base:
-                manifest = base.manifest
-        assert manifest is not None
+        manifest = manifest or cls._manifest_at(path)
         has_vectors = manifest.embedding_dimension > 0
         try:
             con = duckdb.connect(":memory:", config=_DUCKDB_CONFIG)
@@ -254,6 +251,17 @@ class IndexStore:
         return cls(path, con, manifest, has_vectors_table=has_vectors)
 
     @classmethod
+    def _manifest_at(cls, path: Path) -> Manifest:
+        """The manifest of the built index at ``path``.
+
+        :raises IndexFileError: as ``open_existing``.
+        """
+        with cls.open_existing(path) as base:
+            manifest = base.manifest
+        assert manifest is not None
+        return manifest
+
+    @classmethod
     def of_rows(cls, path: Path, rows: Mapping[str, pa.Table],
                 vectors: pa.Table | None = None, manifest: Manifest | None = None
                 ) -> IndexStore:
@@ -264,10 +272,7 @@ class IndexStore:
 
         :raises IndexFileError: as ``open_existing``.
         """
-        if manifest is None:
-            with cls.open_existing(path) as base:
-                manifest = base.manifest
-        assert manifest is not None
+        manifest = manifest or cls._manifest_at(path)
         has_vectors = manifest.embedding_dimension > 0
         chunks = rows.get("chunks")
         hashes = pa.table({"text_hash": chunks.column("text_hash") if chunks is not None
