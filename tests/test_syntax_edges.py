@@ -124,7 +124,7 @@ def test_both_sides_of_a_comparison_are_asked() -> None:
 
 
 def test_code_that_does_not_parse_has_no_uses() -> None:
-    assert syntax_uses("def broken(:\n") == []
+    assert syntax_uses("def broken(:\n") == ()
 
 
 LINKED = {

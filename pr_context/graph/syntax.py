@@ -26,6 +26,7 @@ Pure: takes text and tables, reads nothing.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -105,13 +106,16 @@ def is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
-def syntax_uses(text: str) -> list[SyntaxUse]:
+# Kept by text: a review's head and base sides, and the MCP server's overlaid views, hold
+# mostly the same files, and parsing every Python file is most of a first question's cost.
+@functools.lru_cache(maxsize=4096)
+def syntax_uses(text: str) -> tuple[SyntaxUse, ...]:
     """Every place in ``text`` (Python source) where syntax calls a dunder method of an
     operand; nothing when the text does not parse."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return []
+        return ()
     finder = _Finder(text)
     handlers = {name[len("visit_"):]: getattr(finder, name) for name in dir(finder)
                 if name.startswith("visit_")}
@@ -119,7 +123,7 @@ def syntax_uses(text: str) -> list[SyntaxUse]:
         handler = handlers.get(type(node).__name__)
         if handler is not None:
             handler(node)
-    return finder.found
+    return tuple(finder.found)
 
 
 class _Finder:
