@@ -197,9 +197,7 @@ class Reacher:
         d = self.graph.tables.definitions.get(qualified_name)
         if d is None or d.language != "python" or not is_dunder(d.name):
             return ()
-        if self._syntax is None:  # every file parsed once, on the first dunder met
-            self._syntax = SyntaxCallers(self.graph.tables, self._source)
-        return self._syntax.of(qualified_name)
+        return self._syntax_index().of(qualified_name)
 
     def _unused_after(self, step: _Step, path: str, scope: str | None) -> tuple[str, ...]:
         """``step``'s methods called without their name that the test ``scope`` (its
@@ -217,16 +215,19 @@ class Reacher:
         unknown class: by syntax (``x in y``: ``__contains__``), or by name on a receiver
         (``y.index(1)``, ``y.body``)."""
         if path not in self._used:
-            if self._syntax is None:
-                self._syntax = SyntaxCallers(self.graph.tables, self._source)
             used: dict[str | None, set[str]] = defaultdict(set)
-            for scope, names in self._syntax.names_in(path).items():
+            for scope, names in self._syntax_index().names_in(path).items():
                 used[scope].update(names)
             for site in self._sites_by_path().get(path, ()):
                 if site.receiver is not None:
                     used[site.enclosing].add(site.name)
             self._used[path] = dict(used)
         return self._used[path]
+
+    def _syntax_index(self) -> SyntaxCallers:
+        if self._syntax is None:  # every file parsed once, on the first question
+            self._syntax = SyntaxCallers(self.graph.tables, self._source)
+        return self._syntax
 
     def _sites_by_path(self) -> dict[str, list[Site]]:
         if self._sites is None:

@@ -27,8 +27,8 @@ from pr_context.roles import is_history
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["ChunkInfo", "DefinitionInfo", "SearchCorpus", "chunks_by_symbol", "expand_messages",
-           "load_corpus"]
+__all__ = ["ChunkInfo", "DefinitionInfo", "SearchCorpus", "chunks_by_symbol",
+           "chunks_using_names", "expand_messages", "load_corpus"]
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def load_corpus(store: IndexStore) -> SearchCorpus:
         "context || chr(10) || text AS body, text_hash, terms, term_counts, uses "
         "FROM chunks ORDER BY path, ordinal")
     terms = (arrow.column("terms"), arrow.column("term_counts"))
-    usages = _usages(arrow.column("uses"))
+    usages = chunks_using_names(arrow.column("uses"))
     anchors = _anchor_sources(store)
     table = arrow.drop_columns(["terms", "term_counts", "uses"]).to_pydict()
     chunks = [
@@ -288,7 +288,7 @@ def _load_imports(store: IndexStore) -> dict[str, set[str]]:
     return dict(imports)
 
 
-def _usages(uses: pa.ChunkedArray) -> dict[str, list[int]]:
+def chunks_using_names(uses: pa.ChunkedArray) -> dict[str, list[int]]:
     """identifier -> indexes (in load order) of the chunks whose lines use it, from each
     chunk's stored names: in name order, then chunk order."""
     lists = uses.combine_chunks()

@@ -27,8 +27,8 @@ import pyarrow as pa
 from pr_context.retrieve.corpus import (
     DefinitionInfo,
     SearchCorpus,
-    _usages,
     chunks_by_symbol,
+    chunks_using_names,
     expand_messages,
 )
 from pr_context.retrieve.lexical import merged_model
@@ -91,7 +91,7 @@ def overlaid_corpus(base: SearchCorpus, hidden: frozenset[str],
         module_of_path=_by_path(base.module_of_path, hidden, part.module_of_path),
         chunk_terms=(splice.column(base.chunk_terms[0], part.chunk_terms[0]),
                      splice.column(base.chunk_terms[1], part.chunk_terms[1])),
-        chunks_using=_usages(uses),
+        chunks_using=chunks_using_names(uses),
         chunk_uses=uses,
     )
     corpus.chunk_by_symbol = chunks_by_symbol(corpus.chunks)
