@@ -200,10 +200,10 @@ def test_an_overlay_reuses_the_loaded_corpus_of_the_commit(
         make_repo: Callable[..., GitRepo]) -> None:
     served = serve(make_repo(FILES), embedder=FakeEmbedder())
     served.structured("search_code", query="parse the configuration")
-    clean = served.workspace._views[True].view.corpus
+    clean = served.workspace._clean.view.corpus
     served.repo.write("pkg/remote.py", NEW)
     overlaid = _overlaid(served)
-    assert served.workspace._views[True].view.corpus is clean  # not loaded again
+    assert served.workspace._clean.view.corpus is clean  # not loaded again
     assert overlaid.anchors is clean.anchors  # no docs changed: the anchor index kept
     assert len(overlaid.chunks) > len(clean.chunks)
 

@@ -188,9 +188,9 @@ class Workspace:
         self._builder = OverlayBuilder(repo, settings.max_dirty_files)
         self._manifest: tuple[object, Manifest] | None = None
         self._policies: dict[str, PathPolicy] = {}
-        # The view of the index alone (slot True) and the latest overlaid ones: reverting
-        # the working tree's edits, or undoing the last, returns to a view loaded already.
-        self._views: dict[bool, _Cached] = {}
+        # The view of the index alone and the latest overlaid ones: reverting the working
+        # tree's edits, or undoing the last, returns to a view loaded already.
+        self._clean: _Cached | None = None
         self._overlaid: OrderedDict[tuple[object, ...], View] = OrderedDict()
         self._current: View | None = None
         self._scratch: Path | None = None
@@ -212,10 +212,10 @@ class Workspace:
                                           self._loaded_terms(manifest))
         key = (manifest.build_id, overlay.fingerprint, notes)
         if overlay.empty:
-            cached = self._views.get(True)
+            cached = self._clean
             if cached is None or cached.key != key:
-                cached = self._views[True] = _Cached(key, View(self.repo, self.db, manifest,
-                                                               overlay, head, notes))
+                cached = self._clean = _Cached(key, View(self.repo, self.db, manifest,
+                                                         overlay, head, notes))
             self._current = cached.view
         else:
             self._current = self._overlaid_view(key, manifest, overlay, head, notes)
@@ -237,7 +237,7 @@ class Workspace:
     def _loaded_terms(self, manifest: Manifest) -> KnownTerms | None:
         """The stored terms of chunk texts, when the index's corpus is loaded already
         (re-parsed files mostly keep their chunks: their terms are not counted again)."""
-        cached = self._views.get(True)
+        cached = self._clean
         if cached is None or cached.view.manifest.build_id != manifest.build_id or (
                 "corpus" not in vars(cached.view)):
             return None
@@ -246,11 +246,11 @@ class Workspace:
     def _base_corpus(self, manifest: Manifest, head: str) -> SearchCorpus:
         """The loaded corpus of the index alone (the clean view's, loaded once per index
         build), for an overlaid view to splice its changes into."""
-        cached = self._views.get(True)
+        cached = self._clean
         if cached is None or cached.view.manifest.build_id != manifest.build_id:
             empty = Overlay(manifest.revision, (), {}, None, frozenset(), False,
                             fingerprint=manifest.revision)
-            cached = self._views[True] = _Cached(
+            cached = self._clean = _Cached(
                 (manifest.build_id, empty.fingerprint, ()),
                 View(self.repo, self.db, manifest, empty, head, ()))
         try:
