@@ -294,9 +294,9 @@ def count_moves(target: Target) -> dict[str, int]:
 
 
 def run_benchmark(quick: bool, sphinx_source: str, rounds: int, embed_corpora: set[str],
-                  work: Path, include: tuple[str, ...] = ()) -> Results:
+                  work: Path, include: tuple[str, ...] = (), embed_rounds: int = 1) -> Results:
     """``rounds`` rounds without embeddings (none: the update and moves figures are
-    skipped too), then one round with them for each of ``embed_corpora``."""
+    skipped too), then ``embed_rounds`` rounds with them for each of ``embed_corpora``."""
     started = time.perf_counter()
     results = Results(quick=quick, machine=machine_facts(), load_before=os.getloadavg(),
                       include=include)
@@ -314,7 +314,8 @@ def run_benchmark(quick: bool, sphinx_source: str, rounds: int, embed_corpora: s
     for target in chosen:
         if quick or target.name in embed_corpora:
             key = f"{target.name}/model"
-            results.rounds[key] = [measure_round(target, True, work, 0)]
+            results.rounds[key] = [measure_round(target, True, work, n)
+                                   for n in range(embed_rounds)]
             results.files.setdefault(target.name,
                                      int(results.rounds[key][0].single.result["files"]))
     results.load_after = os.getloadavg()
@@ -424,6 +425,9 @@ def command_line(run: Results) -> str:
         embedded = sorted(key.split("/")[0] for key in run.rounds if key.endswith("/model"))
         if embedded != ["sphinx"]:
             words.append("--embed-corpora " + (",".join(embedded) or "''"))
+        model = [rounds for key, rounds in run.rounds.items() if key.endswith("/model")]
+        if model and len(model[0]) != 1:
+            words.append(f"--embed-rounds {len(model[0])}")
     words += [f"--include '{glob}'" for glob in run.include]
     return " ".join(words)
 
@@ -633,8 +637,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sphinx-source", default=SPHINX_SOURCE,
                         help="where to clone sphinx-doc/sphinx from (URL or local path)")
     parser.add_argument("--rounds", type=int, default=ROUNDS_WITHOUT_EMBEDDINGS,
-                        help="rounds without embeddings (with embeddings: one); 0 measures "
-                             "only the builds with embeddings (no update or moves figures)")
+                        help="rounds without embeddings (with embeddings: --embed-rounds); 0 "
+                             "measures only the builds with embeddings (no update or moves "
+                             "figures)")
+    parser.add_argument("--embed-rounds", type=int, default=1,
+                        help="rounds with embeddings, the order rotating from round to round "
+                             "as without")
     parser.add_argument("--embed-corpora", default="sphinx",
                         help="comma-separated corpora also measured with embeddings "
                              "(django's build with embeddings takes over an hour here)")
@@ -655,7 +663,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="bench-shards-") as work:
             runs = [run_benchmark(args.quick, args.sphinx_source, args.rounds,
                                   set(filter(None, args.embed_corpora.split(","))),
-                                  Path(work), tuple(args.include))]
+                                  Path(work), tuple(args.include), args.embed_rounds)]
         json_out = args.json or OUT_JSON.with_name(
             f"bench_shards{'-quick' if runs[0].quick else ''}.json")
         json_out.parent.mkdir(parents=True, exist_ok=True)
