@@ -22,6 +22,7 @@ __all__ = [
     "Reference",
     "Role",
     "Sha",
+    "SyntaxUse",
 ]
 
 Sha = NewType("Sha", str)
@@ -141,6 +142,23 @@ class MessageTemplate:
 
 
 @dataclass(frozen=True)
+class SyntaxUse:
+    """One operand of a piece of Python syntax that makes Python call one of ``names``.
+
+    See :mod:`pr_context.parse.code_syntax`: ``a in b`` asks ``b`` for ``__contains__``.
+    """
+
+    line: int  # 1-based, where the operand starts
+    column: int  # 0-based
+    operand: str  # its source text, as :func:`pr_context.graph.infer.infer` reads it
+    names: tuple[str, ...]  # the methods Python tries, in order
+    syntax: str  # for reasons: "`in`", "`==`", "len()", "f-string"
+    # a call's callee as written (``len``, ``copy.copy``): ``names`` then depend on what
+    # it binds to, decided by :mod:`pr_context.graph.syntax`
+    callee: str | None = None
+
+
+@dataclass(frozen=True)
 class ParsedFile:
     """Everything extracted from one file at one revision."""
 
@@ -152,6 +170,7 @@ class ParsedFile:
     imports: tuple[Import, ...] = ()
     chunks: tuple[Chunk, ...] = ()
     messages: tuple[MessageTemplate, ...] = ()
+    syntax_uses: tuple[SyntaxUse, ...] = ()  # Python: where syntax calls dunder methods
     syntax_errors: int = 0  # tree-sitter ERROR/MISSING nodes; definitions are still kept
 
 

@@ -6,13 +6,18 @@ real git repository. Expectations are computed by hand from the sources below.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from pr_context.graph.syntax import SyntaxCallers, syntax_uses
+from pr_context.graph import load_graph
+from pr_context.graph.syntax import SyntaxCallers, is_dunder, syntax_uses
+from pr_context.index.store import IndexStore
 from pr_context.links import linked_tests
 from pr_context.links.reach import Reacher
+from tests.conftest import GitRepo
+from tests.test_index import index
 from tests.test_links import Analysis, analyse_edit
 
 BOX = (
@@ -156,3 +161,34 @@ def test_a_dunder_links_the_tests_running_its_syntax(tmp_path: Path) -> None:
     assert held == {"tests/test_lookup.py": (), "tests/test_holds.py": ("__contains__",)}
     assert {(r.path, r.verb, r.hops) for r in reach.tests if not r.through} == {
         ("tests/test_contains.py", "syntax", 1)}
+
+
+REAL_CODE = sorted(p for folder in ("graph", "links")
+                   for p in (Path(__file__).resolve().parents[1] / "pr_context" / folder)
+                   .glob("*.py"))
+
+
+def test_the_index_stores_the_uses_a_parse_of_each_file_finds(tmp_path: Path) -> None:
+    """Over real code (this project's own graph and links packages): the uses stored when
+    a file is indexed are those its text gives, and the callers they lead to are those a
+    parse of every file at question time finds (with the Box files, whose methods the
+    syntax calls)."""
+    repo = GitRepo(tmp_path / "repo")
+    texts = {**PROJECT, **{f"real/{p.parent.name}/{p.name}": p.read_text(encoding="utf-8")
+                           for p in REAL_CODE}}
+    for path, text in texts.items():
+        repo.write(path, text)
+    repo.commit("real code")
+    index(repo, tmp_path / "index.duckdb")
+    with IndexStore.open_existing(tmp_path / "index.duckdb") as store:
+        graph = load_graph(store)
+    stored = graph.tables.syntax
+    assert stored is not None
+    assert sum(map(len, stored.values())) > 1000
+    assert {p: stored.get(p, ()) for p in texts} == {p: syntax_uses(t) for p, t in texts.items()}
+    parsed = replace(graph.tables, syntax=None)
+    dunders = [q for q, d in graph.tables.definitions.items() if is_dunder(d.name)]
+    assert dunders
+    answers = {m: SyntaxCallers(graph.tables, texts.get).of(m) for m in dunders}
+    assert answers == {m: SyntaxCallers(parsed, texts.get).of(m) for m in dunders}
+    assert len([a for a in answers.values() if a]) >= 5

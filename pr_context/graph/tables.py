@@ -15,7 +15,7 @@ from typing import Any
 from pr_context.graph import declared
 from pr_context.graph.class_lines import class_level_lines
 from pr_context.index.store import IndexStore
-from pr_context.models import Import
+from pr_context.models import Import, SyntaxUse
 from pr_context.parse.code_paths import module_path
 
 __all__ = [
@@ -102,6 +102,9 @@ class Tables:
     # (function, bound class) -> what a call returns, inferred from ``returns``: a memo
     # for graph.infer, emptied whenever the names the values depend on change
     returned: dict[tuple[str, str | None], Any] = field(default_factory=dict, compare=False)
+    # path -> where syntax calls dunder methods (pr_context.parse.code_syntax), as the
+    # index stored them; None: tables made without them (graph.syntax parses the text)
+    syntax: Mapping[str, tuple[SyntaxUse, ...]] | None = None
     # (path, name) -> what imports and module scope bind it to: a memo for graph.names,
     # filled as names are looked up (the same few names are looked up thousands of times)
     file_bindings: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False)
@@ -138,12 +141,16 @@ def read_tables(store: IndexStore) -> Tables:
                           "c.end_line FROM chunks c JOIN files f ON f.path = c.path "
                           f"WHERE f.language IN ({_LINE_LANGUAGES}) "
                           "AND c.kind = 'class_header' ORDER BY c.path, c.ordinal")
-    return tables_from_rows(files, defs, imports, sites, chunks, headers)
+    syntax = store.query("SELECT path, line, col, operand, names, syntax, callee "
+                         "FROM syntax_uses ORDER BY path, ordinal")
+    return tables_from_rows(files, defs, imports, sites, chunks, headers, syntax)
 
 
 def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
-                     chunks: Rows = (), headers: Rows = ()) -> Tables:
-    """Tables from raw rows, in the column order :func:`read_tables` selects."""
+                     chunks: Rows = (), headers: Rows = (), syntax: Rows | None = None
+                     ) -> Tables:
+    """Tables from raw rows, in the column order :func:`read_tables` selects (``syntax``
+    None: made without the syntax uses)."""
     language: dict[str, str] = dict(files)
     definitions: dict[str, Def] = {}
     shadowed: list[Def] = []
@@ -165,7 +172,17 @@ def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
                         if row[0] in language),
                   lines=_source_lines(chunks, headers, [*definitions.values(), *shadowed]),
                   members=_class_fields(headers), shadowed=tuple(shadowed),
-                  field_types=_field_types(headers))
+                  field_types=_field_types(headers),
+                  syntax=_syntax_uses(syntax, language) if syntax is not None else None)
+
+
+def _syntax_uses(rows: Rows, language: Mapping[str, str]) -> dict[str, tuple[SyntaxUse, ...]]:
+    """path -> its syntax uses, in source order, for the indexed files."""
+    found: dict[str, list[SyntaxUse]] = defaultdict(list)
+    for path, line, column, operand, names, syntax, callee in rows:
+        if path in language:
+            found[path].append(SyntaxUse(line, column, operand, tuple(names), syntax, callee))
+    return {path: tuple(uses) for path, uses in found.items()}
 
 
 def _source_lines(chunks: Rows, headers: Rows, definitions: Sequence[Def]

@@ -247,7 +247,8 @@ def _add_file_row(rows: Rows, entry: FileEntry, language: str | None, role: str,
 
 def _file_rows(parsed: ParsedFile, keep_texts: bool, terms_of: TermsOf = chunk_terms
                ) -> _FileRows:
-    """The file's chunk, definition, reference, import and message rows, column-wise.
+    """The file's chunk, definition, reference, import, message and syntax-use rows,
+    column-wise.
 
     Each column is built whole from the parsed records: a file has thousands of rows.
     """
@@ -306,6 +307,13 @@ def _file_rows(parsed: ParsedFile, keep_texts: bool, terms_of: TermsOf = chunk_t
             "path": [path] * len(messages), "ordinal": list(range(len(messages))),
             "line": [m.line for m in messages], "template": [m.template for m in messages],
             "name": [m.name for m in messages]}
+    uses = parsed.syntax_uses
+    if uses:
+        columns["syntax_uses"] = {
+            "path": [path] * len(uses), "ordinal": list(range(len(uses))),
+            "line": [u.line for u in uses], "col": [u.column for u in uses],
+            "operand": [u.operand for u in uses], "names": [list(u.names) for u in uses],
+            "syntax": [u.syntax for u in uses], "callee": [u.callee for u in uses]}
     # json escapes lone surrogates, so any decoded text hashes.
     digest = hashlib.sha256(json.dumps(columns, separators=(",", ":")).encode()).hexdigest()
     return _FileRows(parsed.role, parsed.syntax_errors, columns, texts, digest)

@@ -69,11 +69,23 @@ CREATE TABLE messages (
 );
 """
 
+# Where Python's syntax calls a dunder method (``a in b``: ``b.__contains__``), found once
+# when the file is indexed, so that a review or MCP process parses no file for it
+# (pr_context/parse/code_syntax.py).
+_M005_SYNTAX_USES = """
+CREATE TABLE syntax_uses (
+    path VARCHAR NOT NULL, ordinal INTEGER NOT NULL, line INTEGER NOT NULL,
+    col INTEGER NOT NULL, operand VARCHAR NOT NULL, names VARCHAR[] NOT NULL,
+    syntax VARCHAR NOT NULL, callee VARCHAR
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_create_tables", _M001_CREATE_TABLES),
     ("m002_file_digests", _M002_FILE_DIGESTS),
     ("m003_chunk_lexicon", _M003_CHUNK_LEXICON),
     ("m004_messages", _M004_MESSAGES),
+    ("m005_syntax_uses", _M005_SYNTAX_USES),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -82,11 +94,11 @@ _TEXT, _NUMBER = pa.string(), pa.int64()  # what pyarrow infers from str and int
 # every table. Given the type, pyarrow does not infer it, which tries to import dateutil
 # for every column and searches sys.path each time when dateutil is not installed.
 ARROW_TYPES: dict[str, pa.DataType] = {
-    **dict.fromkeys(("alias", "blob_sha", "chunk_id", "context", "digest", "docstring",
-                     "enclosing", "key", "kind", "language", "module", "name", "parent",
-                     "path", "path_a", "path_b", "qualified_name", "receiver", "role",
-                     "signature", "skip_reason", "status", "symbol", "template", "text",
-                     "text_hash", "value"), _TEXT),
+    **dict.fromkeys(("alias", "blob_sha", "callee", "chunk_id", "context", "digest",
+                     "docstring", "enclosing", "key", "kind", "language", "module", "name",
+                     "operand", "parent", "path", "path_a", "path_b", "qualified_name",
+                     "receiver", "role", "signature", "skip_reason", "status", "symbol",
+                     "syntax", "template", "text", "text_hash", "value"), _TEXT),
     **dict.fromkeys(("col", "commits", "end_line", "level", "line", "ordinal", "size",
                      "start_line", "syntax_errors"), _NUMBER),
     "decode_errors": pa.bool_(),
@@ -94,6 +106,7 @@ ARROW_TYPES: dict[str, pa.DataType] = {
     "terms": pa.list_(_TEXT),
     "term_counts": pa.list_(pa.int32()),
     "uses": pa.list_(_TEXT),
+    "names": pa.list_(_TEXT),
 }
 
 

@@ -42,6 +42,7 @@ DATA_TABLES: dict[str, str] = {
     "refs": "path, ordinal",
     "imports": "path, ordinal",
     "messages": "path, ordinal",
+    "syntax_uses": "path, ordinal",
 }
 # Every table whose rows belong to one path: replaced path by path, and a merge of shards
 # takes their union. ``embeddings`` is content-addressed (one row per text, any path).

@@ -21,7 +21,7 @@ __all__ = ["PARSER_VERSION", "parse_file"]
 
 # Bump whenever parsing, chunking, roles, redaction or the per-file digests change what
 # lands in the index: indexes built by another parser version are rebuilt, not mixed.
-PARSER_VERSION = "13"
+PARSER_VERSION = "14"
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor"})
 
 
@@ -41,7 +41,10 @@ def parse_file(path: str, text: str, language: str, role: Role) -> ParsedFile:
     chunks = [_finish_chunk(c, redact, marked) for c in parsed.chunks]
     messages = tuple(replace(m, template=redact_secrets(m.template))
                      for m in parsed.messages) if redact else parsed.messages
-    return replace(parsed, chunks=tuple(_inherit_deprecation(chunks)), messages=messages)
+    uses = tuple(replace(u, operand=redact_secrets(u.operand))
+                 for u in parsed.syntax_uses) if redact else parsed.syntax_uses
+    return replace(parsed, chunks=tuple(_inherit_deprecation(chunks)), messages=messages,
+                   syntax_uses=uses)
 
 
 def _finish_chunk(chunk: Chunk, redact: bool, marked: bool) -> Chunk:

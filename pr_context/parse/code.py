@@ -28,6 +28,7 @@ from pr_context.parse.code_paths import module_path
 from pr_context.parse.code_refs import ReferenceTag, collect_references
 from pr_context.parse.code_scopes import Scopes
 from pr_context.parse.code_strings import message_templates
+from pr_context.parse.code_syntax import syntax_uses
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -74,6 +75,7 @@ def parse_code(path: str, text: str, language: str, role: Role) -> ParsedFile:
         imports=tuple(_imports(tags.imports, src, language)),
         chunks=tuple(build_chunks(root, sites, text.split("\n"), path, language, role)),
         messages=tuple(message_templates(root, src, language)),
+        syntax_uses=syntax_uses(text) if language == "python" else (),
         syntax_errors=_count_errors(root),
     )
 
