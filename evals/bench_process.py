@@ -20,14 +20,18 @@ Each variant gets its own index of each base revision, built lexically and then 
 random unit vector per chunk text (the search and review cost does not depend on the
 vectors' values; embedding sphinx's 12k chunks for real takes the model an hour here).
 The query vector and, in a review, the vectors of the chunks the pull request changed are
-computed by the real model. Side effects: the sphinx clone of ``evals/bench_action.py``,
-indexes under ``evals/.cache/bench-process/``, raw figures in
-``evals/out/bench_process.json``, profiles (``--profile``) beside them.
+computed by the real model. Each review's findings (evidence.json without the index's
+build details and the timings) are compared with the baseline's: a speed-up must not
+change them (run with ``--baseline`` at the code before it and the same backend).
+Side effects: the sphinx clone of ``evals/bench_action.py``, indexes under
+``evals/.cache/bench-process/``, raw figures in ``evals/out/bench_process.json``,
+profiles (``--profile``) beside them.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -71,6 +75,8 @@ QUERIES = (
 REVIEW_RUNS = 2
 TARGET_SEARCH_P50_S = 3.0
 TARGET_REVIEW_S = 8.0
+# evidence.json parts that say how the index was built and how long stages took
+VOLATILE_EVIDENCE = frozenset({"index", "timings_ms"})
 DIMENSION = 384
 SEED = 20261201
 
@@ -242,20 +248,23 @@ def measure(variants: list[Variant], repo: Path, profile: bool, queries: Sequenc
             f"{n} {s[-1]:.1f}s" for n, s in search.items()), file=sys.stderr)
     reviews: dict[str, dict[str, list[float]]] = {}
     cpu: dict[str, dict[str, list[float]]] = {}
+    evidence: dict[str, dict[str, list[str]]] = {}
     for head, _ in PULL_REQUESTS:
         base = git(repo, "rev-parse", f"{head}^").strip()
         pristine = {v.name: base_index(v, repo, base, identities[v.name]) for v in variants}
         reviews[head] = {v.name: [] for v in variants}
         cpu[head] = {v.name: [] for v in variants}
+        evidence[head] = {v.name: [] for v in variants}
         for run in range(review_runs):
             for variant in variants:
                 wall, used = _review(variant, repo, base, head, pristine[variant.name],
                                      profile and run == 0)
                 reviews[head][variant.name].append(wall)
                 cpu[head][variant.name].append(used)
+                evidence[head][variant.name].append(_evidence_digest(variant))
             print(f"review {head[:12]} run {run + 1}: " + ", ".join(
                 f"{n} {s[-1]:.1f}s" for n, s in reviews[head].items()), file=sys.stderr)
-    return {"search_s": search, "review_s": reviews, "review_cpu_s": cpu,
+    return {"search_s": search, "review_s": reviews, "review_cpu_s": cpu, "evidence": evidence,
             "identities": identities,
             "search_base": search_base, "queries": list(queries), "review_runs": review_runs}
 
@@ -273,6 +282,14 @@ def _review(variant: Variant, repo: Path, base: str, head: str, pristine: Path,
                                      "--head", head, "--db", str(db), "--out",
                                      str(work / "out"), profile=target),
                      variant.env(), variant.source)
+
+
+def _evidence_digest(variant: Variant) -> str:
+    """A hash of what the review found (callers, tests, docs, selection, notes), without
+    the index's build details and the timings, which differ from run to run."""
+    found = json.loads((WORK / "runs" / variant.name / "out" / "evidence.json").read_text())
+    kept = {k: v for k, v in found.items() if k not in VOLATILE_EVIDENCE}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def render(figures: dict[str, Any], command: str) -> str:
@@ -309,6 +326,7 @@ def render(figures: dict[str, Any], command: str) -> str:
         lines.append(f"| [{head[:12]}](https://github.com/{REPOSITORY}/commit/{head}) "
                      f"{title} | {figures['files'][head]} | {cells} |")
     lines += _cpu_table(figures, names)
+    lines += _evidence_table(figures, names)
     lines += ["", "| target | measured | verdict |", "|---|---|---|"]
     for name in names[1:]:
         ok = p50[name] <= TARGET_SEARCH_P50_S
@@ -339,6 +357,24 @@ def _cpu_table(figures: dict[str, Any], names: list[str]) -> list[str]:
     for head, _ in PULL_REQUESTS:
         if cpu.get(head):
             cells = " | ".join(f"{statistics.median(cpu[head][n]):.1f}" for n in names)
+            lines.append(f"| {head[:12]} | {cells} |")
+    return lines
+
+
+def _evidence_table(figures: dict[str, Any], names: list[str]) -> list[str]:
+    """Whether each variant's reviews found what the baseline's did, when recorded."""
+    evidence = figures.get("evidence")
+    if not evidence:
+        return []
+    lines = ["", "What each review found (evidence.json without the index's build details "
+             "and the timings), against the baseline's first run:", "",
+             "| pull request | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for head, _ in PULL_REQUESTS:
+        found = evidence.get(head)
+        if found:
+            first = found[names[0]][0]
+            cells = " | ".join("same" if set(found[n]) == {first} else "**differs**"
+                               for n in names)
             lines.append(f"| {head[:12]} | {cells} |")
     return lines
 
