@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pr_context.changes import ChangedSymbol, SymbolChanges, changed_symbols_between
+from pr_context.collector import collector_paused
 from pr_context.coverage import CoverageInput, MeasuredCoverage, SymbolCoverage
 from pr_context.defaults import DEFAULT_TOP_K, REVIEW_BUDGET_S
 from pr_context.diff import parse_patch
@@ -173,7 +174,16 @@ def review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Pa
     :raises UnknownRevisionError: a revision names no commit.
     :raises IndexFileError: an index file cannot be built, copied or read.
     """
-    options = options or ReviewOptions()
+    # The cyclic collector is paused for the whole review (pr_context.collector): both
+    # sides' graphs and corpora live until it ends, and every full collection their
+    # allocations, and the analysis's, set off would walk them all again.
+    with collector_paused():
+        return _review(repo, base_rev, head_rev, db, out_dir, embedder, progress,
+                       options or ReviewOptions())
+
+
+def _review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: Path,
+            embedder: Embedder | None, progress: Progress, options: ReviewOptions) -> Report:
     timer, started = _Timer(), time.perf_counter()
     base, head = resolve_revision(repo, base_rev), resolve_revision(repo, head_rev)
     with timer.stage("index_base"):
@@ -423,16 +433,17 @@ def load_side(store: IndexStore, corpus: SearchCorpus | None = None,
     ``text(sha, path)`` a file's text, for the walk to the tests to follow module-level
     variables (None: it does not)."""
     assert store.manifest is not None
-    spans: dict[str, tuple[int, int]] = {}
-    for name, start, end in store.query(
-            "SELECT qualified_name, start_line, end_line FROM definitions "
-            "ORDER BY path, ordinal"):
-        spans.setdefault(name, (start, end))
-    graph, links = load_graph(store), load_link_index(store)
-    sha = store.manifest.revision
-    reader = (lambda path: text(sha, path)) if text is not None else None
-    return IndexSide(sha, graph, links, corpus or load_corpus(store), spans,
-                     Reacher(graph, links, read_text=reader), import_graph(graph.tables))
+    with collector_paused():  # millions of objects, that live as long as the side
+        spans: dict[str, tuple[int, int]] = {}
+        for name, start, end in store.query(
+                "SELECT qualified_name, start_line, end_line FROM definitions "
+                "ORDER BY path, ordinal"):
+            spans.setdefault(name, (start, end))
+        graph, links = load_graph(store), load_link_index(store)
+        sha = store.manifest.revision
+        reader = (lambda path: text(sha, path)) if text is not None else None
+        return IndexSide(sha, graph, links, corpus or load_corpus(store), spans,
+                         Reacher(graph, links, read_text=reader), import_graph(graph.tables))
 
 
 def _file_roles(db: Path) -> dict[str, str]:

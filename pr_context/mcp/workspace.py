@@ -8,19 +8,19 @@ once, and is reused while neither the index nor the working tree changes.
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pr_context.collector import collector_paused
 from pr_context.embed import Embedder, backend_variant, make_embedder
 from pr_context.errors import GitError, IndexFileError
 from pr_context.git import BlobReader, Repository, resolve_revision, worktree_changes
@@ -143,22 +143,6 @@ class View:
                                     if len(revision) != _SHA_CHARS else f"{revision}:{path}")
         except GitError:
             return None
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while the index is loaded or files are
-    parsed and spliced in: the loaded corpus and graph hold millions of objects, and
-    every full collection that the many small objects made there set off would walk
-    them all again (most of a splice's time and a quarter of a graph load's CPU time,
-    measured on sphinx). What is made there is collected, if need be, afterwards."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _files_inside(root: Path, files: tuple[Path, ...]) -> frozenset[str]:
