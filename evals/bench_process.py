@@ -41,7 +41,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -351,14 +351,10 @@ def _cpu_table(figures: dict[str, Any], names: list[str]) -> list[str]:
     cpu = figures.get("review_cpu_s")
     if not cpu:
         return []
-    lines = ["", "CPU seconds of the same review processes (median; all threads, children "
-             "included), which other load on the machine disturbs less than wall time:", "",
-             "| pull request | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for head, _ in PULL_REQUESTS:
-        if cpu.get(head):
-            cells = " | ".join(f"{statistics.median(cpu[head][n]):.1f}" for n in names)
-            lines.append(f"| {head[:12]} | {cells} |")
-    return lines
+    return _per_pr_table(
+        "CPU seconds of the same review processes (median; all threads, children "
+        "included), which other load on the machine disturbs less than wall time:", names,
+        cpu, lambda runs: " | ".join(f"{statistics.median(runs[n]):.1f}" for n in names))
 
 
 def _evidence_table(figures: dict[str, Any], names: list[str]) -> list[str]:
@@ -366,16 +362,20 @@ def _evidence_table(figures: dict[str, Any], names: list[str]) -> list[str]:
     evidence = figures.get("evidence")
     if not evidence:
         return []
-    lines = ["", "What each review found (evidence.json without the index's build details "
-             "and the timings), against the baseline's first run:", "",
-             "| pull request | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for head, _ in PULL_REQUESTS:
-        found = evidence.get(head)
-        if found:
-            first = found[names[0]][0]
-            cells = " | ".join("same" if set(found[n]) == {first} else "**differs**"
-                               for n in names)
-            lines.append(f"| {head[:12]} | {cells} |")
+    return _per_pr_table(
+        "What each review found (evidence.json without the index's build details "
+        "and the timings), against the baseline's first run:", names, evidence,
+        lambda found: " | ".join("same" if set(found[n]) == {found[names[0]][0]}
+                                 else "**differs**" for n in names))
+
+
+def _per_pr_table(intro: str, names: list[str], by_pr: dict[str, Any],
+                  cells: Callable[[Any], str]) -> list[str]:
+    """A table with a row per measured pull request and a column per variant."""
+    lines = ["", intro, "", "| pull request | " + " | ".join(names) + " |",
+             "|---|" + "---|" * len(names)]
+    lines += [f"| {head[:12]} | {cells(by_pr[head])} |" for head, _ in PULL_REQUESTS
+              if by_pr.get(head)]
     return lines
 
 
