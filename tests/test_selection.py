@@ -235,6 +235,14 @@ DISPATCH = {
         "\n"
         "def convert(data, kind):\n"
         "    return kind(data)\n"
+        "\n"
+        "\n"
+        "class Base:\n"
+        "    def __init__(self, items):\n"
+        "        self.items = self.clean(items)\n"
+        "\n"
+        "    def clean(self, items):\n"
+        "        return sorted(items)\n"
     ),
     "calc/types.py": ("from typing import Union\n\nNumber = Union[int, float]\n\n\n"
                       "def half(x: Number) -> Number:\n    return x / 2\n"),
@@ -252,6 +260,12 @@ DISPATCH = {
                              "def test_outer():\n    def test_like_helper():\n"
                              "        return Op().run('mul', 2, 3)\n\n"
                              "    assert test_like_helper() == 6\n"),
+    "tests/test_sub.py": ("from calc.ops import Base\n\n\n"
+                          "def test_inherits():\n    class Small(Base):\n        pass\n\n"
+                          "    assert Small([2, 1]).items == [1, 2]\n\n\n"
+                          "def test_overrides():\n    class Own(Base):\n"
+                          "        def __init__(self):\n            self.items = []\n\n"
+                          "    assert Own().items == []\n"),
     "tests/test_other.py": "".join(f"def test_other_{n}():\n    assert True\n\n\n"
                                    for n in range(8)),
 }
@@ -269,6 +283,9 @@ DISPATCH = {
                  id="constructor-of-a-class-passed-as-a-value"),
     pytest.param(("return key * 2", "return key + key"), {"tests/test_cached.py::test_get"},
                  id="object-made-at-import-in-a-class-attribute"),
+    pytest.param(("return sorted(items)", "return sorted(items, reverse=False)"),
+                 {"tests/test_sub.py::test_inherits"},
+                 id="constructor-inherited-by-a-subclass-a-test-makes"),
 ])
 def test_code_the_graph_reaches_without_a_call_by_name(
         make_repo: Callable[..., GitRepo], tmp_path: Path, edit: tuple[str, str],

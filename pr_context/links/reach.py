@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from pr_context.graph import Caller, SymbolGraph, callers_of
-from pr_context.graph.names import mro
+from pr_context.graph.names import method_in, mro
 from pr_context.graph.readers import readers_of
 from pr_context.graph.syntax import SyntaxCallers, is_dunder
 from pr_context.graph.tables import CLASS_KINDS, Def, Site
@@ -499,13 +499,17 @@ class Reacher:
 
     def _class_values(self, step: _Step) -> list[_Step]:
         """A constructor runs wherever its class is called, also as a value passed around
-        (``convert(data, Marker)``): walked on from the class's own uses."""
+        (``convert(data, Marker)``), and wherever a subclass that inherits it is (``class
+        Bad(Schema)`` in a test, then ``Bad()``): walked on from those classes' own uses."""
         d = self.graph.tables.definitions.get(step.name)
         if d is None or d.name not in _CONSTRUCTORS or d.parent is None \
                 or d.parent not in self.graph.tables.definitions:
             return []
-        return [_Step(d.parent, step.hops, step.confidence, step.via, step.candidate,
-                      step.through, step.state, step.unused)]
+        inheriting = [c for c in self._subclasses_of(d.parent)
+                      if method_in(self.graph.tables, c, d.name) == d.qualified_name]
+        return [_Step(c, step.hops, step.confidence, step.via, step.candidate, step.through,
+                      step.state, step.unused)
+                for c in [d.parent, *inheriting] if c in self.graph.tables.definitions]
 
     def _objects_of(self, step: _Step, dead_end: bool) -> list[_Step]:
         """The class (and its subclasses) of a method called without its name: by syntax
