@@ -513,8 +513,7 @@ def _inert(change: ChangedSymbol, callers: list[Caller], side: IndexSide) -> boo
     a module-level variable read only in annotations (a type alias)."""
     if change.cosmetic:
         return True
-    return change.kind == "variable" and bool(callers) and not side.reacher.runtime_reads(
-        callers)
+    return change.kind == "variable" and side.reacher.read_only_as_type(callers)
 
 
 def _symbol_report(change: ChangedSymbol, callers: Iterable[EvidenceItem],

@@ -244,8 +244,11 @@ DISPATCH = {
         "    def clean(self, items):\n"
         "        return sorted(items)\n"
     ),
-    "calc/types.py": ("from typing import Union\n\nNumber = Union[int, float]\n\n\n"
-                      "def half(x: Number) -> Number:\n    return x / 2\n"),
+    "calc/types.py": ("from typing import Union, cast\n\nNumber = Union[int, float]\n"
+                      "Pair = tuple[Number, Number]\nRatio = Union[float, int]\n"
+                      "ONE = cast(Ratio, 1)\n\n\n"
+                      "def half(x: Number) -> Number:\n    return x / 2\n\n\n"
+                      "def swap(p: Pair) -> Pair:\n    return p[1], p[0]\n"),
     "tests/__init__.py": "",
     "tests/test_ops.py": ("from calc.ops import Op\n\n\n"
                           "def test_run():\n    assert Op().run('add', 1, 2) == 3\n"),
@@ -299,7 +302,9 @@ def test_code_the_graph_reaches_without_a_call_by_name(
 
 @pytest.mark.parametrize(("path", "old", "new", "symbol"), [
     pytest.param("calc/types.py", "Union[int, float]", "int | float", "calc.types.Number",
-                 id="type-alias-read-only-in-annotations"),
+                 id="type-alias-read-only-in-annotations-and-aliases"),
+    pytest.param("calc/types.py", "Union[float, int]", "float | int", "calc.types.Ratio",
+                 id="type-alias-read-only-as-a-cast-type"),
     pytest.param("calc/ops.py", "return a * b", "return a * b  # the product",
                  "calc.ops.Op._op_mul", id="comment-only"),
 ])

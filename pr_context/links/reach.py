@@ -67,6 +67,8 @@ _LOOKUP = re.compile(r"\bgetattr\(\s*(?:self|cls|type\(self\))\s*,\s*f?(?P<q>[\"
 _LOOKUP_SHARE = 0.5
 # Constructors run where their class is instantiated: the graph's callers say so already.
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
+# Type aliases built from type aliases, followed this deep (each level one variable).
+_ALIAS_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -186,8 +188,7 @@ class Reacher:
         dunder method, also the syntax that calls it on an operand of evident class."""
         if qualified_name not in self._callers:
             self._callers[qualified_name] = (
-                self.runtime_reads(readers_of(self.graph.tables, qualified_name,
-                                              self.read_text))
+                self.runtime_reads(self._readers(qualified_name))
                 if qualified_name in self._variable_names and self.read_text is not None
                 else [*callers_of(self.graph, qualified_name),
                       *self._syntax_callers(qualified_name)])
@@ -246,10 +247,30 @@ class Reacher:
             return None
         return "\n".join(lines.get(n, "") for n in range(1, max(lines) + 1))
 
+    def _readers(self, variable: str) -> list[Caller]:
+        """Every read of a module-level variable, annotations included."""
+        if self.read_text is None:
+            return []
+        return readers_of(self.graph.tables, variable, self.read_text)
+
     def runtime_reads(self, readers: list[Caller]) -> list[Caller]:
         """The reads of a variable that run with the code around them: not those in an
         annotation (``def f(x: Alias)``), which a type alias has and nothing runs."""
         return [r for r in readers if (r.line, r.column) not in self._annotations(r.path)]
+
+    def read_only_as_type(self, readers: list[Caller], depth: int = _ALIAS_DEPTH) -> bool:
+        """Whether a variable with these readers is a type alias nothing runs: read, and
+        only in annotations or in other module-level variables read only so (``Processor =
+        Callable[..., ReturnValue]``, itself read only in annotations). A variable nothing
+        is seen reading is not: its readers may be out of sight."""
+        if not readers or depth < 0:
+            return False
+        for read in self.runtime_reads(readers):
+            held = self._variables_at(read)
+            if not held or not all(self.read_only_as_type(self._readers(v), depth - 1)
+                                   for v in held):
+                return False
+        return True
 
     def _annotations(self, path: str) -> frozenset[tuple[int, int]]:
         """(line, column) of every name and attribute inside an annotation of ``path``."""
@@ -548,13 +569,29 @@ class Reacher:
 
 
 def _annotations_of(node: ast.AST) -> list[ast.expr]:
-    """The annotation expressions a node owns: parameters, return, ``x: T``."""
+    """The type expressions a node owns, which nothing runs: parameters, return, ``x: T``,
+    and the types given to ``typing``'s run-time helpers (``cast(T, x)``,
+    ``TypeVar("T", bound=B)``, ``NewType("N", T)``), which return a value without using
+    the type."""
     if isinstance(node, ast.arg):
         return [node.annotation] if node.annotation is not None else []
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return [node.returns] if node.returns is not None else []
     if isinstance(node, ast.AnnAssign):
         return [node.annotation]
+    if isinstance(node, ast.Call):
+        return _typing_call_types(node)
+    return []
+
+
+def _typing_call_types(call: ast.Call) -> list[ast.expr]:
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else (
+        func.attr if isinstance(func, ast.Attribute) else "")
+    if name == "cast":
+        return call.args[:1]
+    if name in ("TypeVar", "NewType"):
+        return [*call.args[1:], *(k.value for k in call.keywords if k.arg == "bound")]
     return []
 
 
