@@ -1409,6 +1409,50 @@ def test_a_module_level_alias_names_the_same_class(
             if c.path == "ma/use.py"] == [(6, "graph"), (7, "graph")]
 
 
+GETATTR_FILES = {
+    "app/__init__.py": "",
+    "app/compat.py": (
+        "import warnings\n"
+        "\n"
+        "\n"
+        "def current():\n"
+        "    return 1\n"
+        "\n"
+        "\n"
+        "def __getattr__(name):\n"
+        "    if name == 'old':\n"
+        "        warnings.warn('old is deprecated')\n"
+        "        return current\n"
+        "    if name in ('older', 'current'):\n"
+        "        return current\n"
+        "    raise AttributeError(name)\n"
+    ),
+    "app/use.py": (
+        "import app.compat as compat\n"
+        "from app.compat import older\n"
+        "\n"
+        "\n"
+        "def run(other):\n"
+        "    from app.compat import old\n"
+        "    other.old()\n"
+        "    compat.current()\n"
+        "    return compat.old() + older() + old()\n"
+    ),
+}
+
+
+def test_a_module_getattr_is_called_where_the_names_it_serves_are_read(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    """``other.old()`` is another object's; ``current`` is defined, found without it."""
+    graph = graphs(GETATTR_FILES)
+    found = [(c.path, c.line, c.enclosing, c.how) for c in
+             callers_of(graph, "app.compat.__getattr__")]
+    assert found == [("app/use.py", 2, None, "graph"), ("app/use.py", 6, "app.use.run", "graph"),
+                     ("app/use.py", 9, "app.use.run", "graph")]
+    assert callers_of(graph, "app.compat.__getattr__")[0].reason == (
+        "reads older from app.compat, which its __getattr__ serves")
+
+
 CLASS_BODY = '''\
 import typing as t
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
+from pr_context.graph.module_getattr import is_module_getattr, served_names, served_reads
 from pr_context.graph.names import class_bases, imported_targets, mro, resolve_dotted
 from pr_context.graph.resolve import resolve_site
 from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables, read_tables
@@ -133,6 +134,7 @@ def _all_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
                 for e in graph.edges.get(qualified_name, ())
                 if e.site.kind != "type" or not _inside(e.site.enclosing, qualified_name, own))
     yield from _constructor_callers(graph, qualified_name)
+    yield from _served_callers(graph, qualified_name)
     yield from _override_callers(graph, qualified_name)
     yield from _lexical_callers(graph, qualified_name)
 
@@ -147,6 +149,20 @@ def _constructor_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Ca
         if edge.site.kind in _INSTANTIATING:
             yield _caller(edge.site, "graph", GRAPH_CONFIDENCE,
                           f"{edge.reason}, which runs its constructor")
+
+
+def _served_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
+    """A module's ``__getattr__`` runs where a name it serves is read from the module."""
+    d = graph.tables.definitions[qualified_name]
+    if not is_module_getattr(d):
+        return
+    lines = graph.tables.lines.get(d.path, {})
+    served = served_names("\n".join(lines.get(n, "") for n in range(d.start_line,
+                                                                    d.end_line + 1)))
+    module = graph.tables.file_module.get(d.path, "")
+    for site in served_reads(graph.tables, d, served):
+        yield _caller(site, "graph", GRAPH_CONFIDENCE,
+                      f"reads {site.name} from {module}, which its __getattr__ serves")
 
 
 def _override_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:

@@ -18,8 +18,8 @@ from pr_context.models import Import
 from pr_context.parse.code_paths import module_path
 
 __all__ = [
-    "Binding", "bind_name", "class_bases", "enclosing_class", "imported_targets", "is_enum",
-    "mro", "resolve_dotted", "resolve_in",
+    "Binding", "bind_name", "class_bases", "enclosing_class", "import_target",
+    "imported_targets", "is_enum", "mro", "resolve_dotted", "resolve_in",
 ]
 
 # Re-export chains and base-class walks longer than this are cycles or generated code.
@@ -215,6 +215,11 @@ def imported_targets(tables: Tables, path: str) -> frozenset[str]:
     language = tables.file_language[path]
     return frozenset([tables.file_module[path], *(
         _import_target(tables, path, language, imp) for imp in tables.imports.get(path, ()))])
+
+
+def import_target(tables: Tables, path: str, imp: Import) -> str:
+    """The dotted target one import of ``path`` binds (for * imports, the module)."""
+    return _import_target(tables, path, tables.file_language[path], imp)
 
 
 def _bind_import(tables: Tables, path: str, name: str) -> Binding | None:
