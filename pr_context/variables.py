@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-__all__ = ["ModuleVariable", "module_variables", "parse_python"]
+__all__ = ["ModuleVariable", "module_mutations", "module_variables", "parse_python"]
 
 _EXPORTS = "__all__"
 
@@ -49,6 +49,39 @@ def parse_python(text: str) -> ast.Module | None:
         return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return None
+
+
+def module_mutations(text: str) -> dict[str, frozenset[int]]:
+    """Module-level statements that change a variable in place instead of rebinding it
+    (``LOOPS["auto"] = LOOPS["stat"]``, ``SETTINGS.debug = True``): the variable's name ->
+    the lines of those statements. Only names the module also assigns (its own variables,
+    not an imported module); {} for text that is not valid Python."""
+    tree = parse_python(text)
+    if tree is None:
+        return {}
+    statements = _module_statements(tree.body)
+    own = {n for s in statements for n in _assigned_names(s)}
+    found: dict[str, set[int]] = {}
+    for statement in statements:
+        for name in _mutated_names(statement):
+            if name in own:
+                found.setdefault(name, set()).update(
+                    range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return {name: frozenset(lines) for name, lines in found.items()}
+
+
+def _mutated_names(statement: ast.stmt) -> list[str]:
+    targets = statement.targets if isinstance(statement, ast.Assign) else (
+        [statement.target] if isinstance(statement, ast.AnnAssign | ast.AugAssign) else [])
+    return [root.id for target in targets if isinstance(target, ast.Subscript | ast.Attribute)
+            if isinstance(root := _root(target), ast.Name)]
+
+
+def _root(node: ast.expr) -> ast.expr:
+    """``a`` of ``a.b[c].d``."""
+    while isinstance(node, ast.Subscript | ast.Attribute):
+        node = node.value
+    return node
 
 
 def _module_statements(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -359,3 +359,23 @@ def test_a_module_getattr_selects_the_tests_reading_the_names_it_serves(
                     {"app/compat.py": compat.replace("raise AttributeError(name)",
                                                      "raise AttributeError(f'no {name}')")})
     assert report.test_selection == ("tests/test_old.py::test_old",)
+
+
+def test_a_value_moved_at_import_is_followed_into_the_variable_it_changes(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    """``LOOPS["auto"] = LOOPS["plain"]`` reads the class at import and keeps it in LOOPS:
+    the tests reading LOOPS, not every importer of the module."""
+    loops = ("class Loop:\n    def run(self):\n        return self.step()\n\n"
+             "    def step(self):\n        return 1\n\n\n"
+             "LOOPS = {'plain': Loop}\nLOOPS['auto'] = LOOPS['plain']\n")
+    repo = make_repo({"calc/__init__.py": "", "calc/loops.py": loops,
+                      "calc/app.py": "import calc.loops\n",
+                      "tests/test_loops.py": "from calc.loops import LOOPS\n\n\n"
+                                             "def test_auto():\n    assert 'auto' in LOOPS\n",
+                      "tests/test_app.py": "import calc.app\n\n\n"
+                                           "def test_app():\n    assert calc.app\n",
+                      **{f"tests/test_{n}.py": f"def test_{n}():\n    assert True\n"
+                         for n in ("a", "b", "c")}})
+    report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path,
+                    {"calc/loops.py": loops.replace("return 1", "return 2")})
+    assert report.test_selection == ("tests/test_loops.py::test_auto",)

@@ -48,7 +48,12 @@ from pr_context.graph.readers import readers_of
 from pr_context.graph.syntax import SyntaxCallers, is_dunder
 from pr_context.graph.tables import CLASS_KINDS, Def, Site
 from pr_context.links.evidence import LinkIndex, TestDef
-from pr_context.variables import ModuleVariable, module_variables, parse_python
+from pr_context.variables import (
+    ModuleVariable,
+    module_mutations,
+    module_variables,
+    parse_python,
+)
 
 __all__ = ["MAX_WALK", "Reach", "Reached", "Reacher", "is_test", "node_id", "test_function"]
 
@@ -294,10 +299,16 @@ class Reacher:
         if caller.path not in self._file_variables:
             text = self.read_text(caller.path)
             found = module_variables(text) if text is not None else None
-            self._file_variables[caller.path] = list((found or {}).values())
+            # LOOPS["auto"] = LOOPS["stat"]: what it reads goes on in the variable it changes
+            changed = module_mutations(text) if text is not None else {}
+            self._file_variables[caller.path] = [
+                *(found or {}).values(),
+                *(ModuleVariable(n, min(lines), max(lines), lines, "")
+                  for n, lines in changed.items())]
         module = self.graph.tables.file_module.get(caller.path, "")
-        names = [f"{module}.{v.name}" if module else v.name
-                 for v in self._file_variables[caller.path] if caller.line in v.lines]
+        names = list(dict.fromkeys(f"{module}.{v.name}" if module else v.name
+                                   for v in self._file_variables[caller.path]
+                                   if caller.line in v.lines))
         self._variable_names.update(names)
         return names
 
