@@ -330,6 +330,29 @@ def test_a_parametrized_test_counts_as_its_parametrizations() -> None:
     assert parametrized_counts("def broken(:\n") == {}
 
 
+@pytest.mark.parametrize(("values", "count"), [
+    ("VALUES", 4),
+    ("VALUES + [9] * 3", 7),
+    ("[(x, y) for x in VALUES for y in range(1, 4)]", 12),
+    ("[x for x in VALUES if x]", 4),  # an if clause counts as keeping everything
+    ("itertools.product(VALUES, ('a', 'b'))", 8),
+    ("itertools.chain.from_iterable([[(x, x) for x in VALUES], PAIRS])", 6),
+    ("itertools.chain.from_iterable([[(x, y) for y in VALUES[i:]] "
+     "for i, x in enumerate(VALUES)])", 8),  # a slice at a computed bound: half
+    ("list(zip(VALUES, PAIRS))", 2),
+    ("sorted(TABLE.items())", 2),
+    ("VALUES[1:3]", 2),
+    ("imported_elsewhere", 1),
+    ("DOUBLY", 1),  # bound twice: which list the decorator sees is unknown
+])
+def test_computed_parametrizations_are_counted(values: str, count: int) -> None:
+    text = ("import itertools\n\nimport pytest\n\nVALUES = [1, 2, 3, 4]\n"
+            "PAIRS = [(1, 2), (3, 4)]\nTABLE = {'a': 1, 'b': 2}\nDOUBLY = [1, 2]\n"
+            "DOUBLY = [1, 2, 3]\n\n\n"
+            f"@pytest.mark.parametrize('x', {values})\ndef test_x(x):\n    pass\n")
+    assert parametrized_counts(text).get("test_x", 1) == count
+
+
 @pytest.mark.parametrize(("lines", "expected"), [
     ({4}, None),  # inside if TYPE_CHECKING: never runs
     ({6}, "code"),  # its else branch does
