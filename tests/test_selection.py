@@ -402,3 +402,24 @@ def test_a_value_moved_at_import_is_followed_into_the_variable_it_changes(
     report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path,
                     {"calc/loops.py": loops.replace("return 1", "return 2")})
     assert report.test_selection == ("tests/test_loops.py::test_auto",)
+
+
+@pytest.mark.parametrize(("path", "old", "new", "selected"), [
+    pytest.param("shop/money.py", "    def double(self):",
+                 "    @property\n    def euros(self):\n        return self.cents / 100\n\n"
+                 "    def double(self):", set(), id="a-property-nothing-reads"),
+    pytest.param("shop/text.py", "def whisper(text):",
+                 "@functools.singledispatch\ndef yell(text):\n    return text.upper() + '!'\n\n\n"
+                 "def whisper(text):",
+                 {"tests/test_text.py", "tests/test_setup.py", "tests/test_plugins.py"},
+                 id="a-function-a-decorator-may-register"),
+])
+def test_a_symbol_nothing_names_selects_nothing_unless_a_decorator_may_register_it(
+        project: tuple[GitRepo, str], tmp_path: Path, path: str, old: str, new: str,
+        selected: set[str]) -> None:
+    text = PROJECT[path].replace(old, new)
+    if "functools" in new:
+        text = "import functools\n\n\n" + text
+    report = select(project, tmp_path, {path: text})
+    assert report.run_everything is None
+    assert {t.split("::", 1)[0] for t in report.test_selection} == selected

@@ -28,7 +28,9 @@ called without its name, a dunder (``__eq__``, ``__iter__``: by syntax), a prope
 (read as an attribute) or a method nothing calls by name (looked up at run time,
 ``getattr(self, f"_compare_{op}")``), is also reached from wherever its class, or a
 subclass, is instantiated; such a test says which of those methods it is not seen
-using (:attr:`Reached.unused`). Pure: reads the graph, the :class:`LinkIndex` and the
+using (:attr:`Reached.unused`). A property or method whose name no site anywhere names
+is not: nothing runs it but a lookup by a computed name, and a walk that finds nothing
+says so (:attr:`Reach.unreferenced`). Pure: reads the graph, the :class:`LinkIndex` and the
 text it is given.
 """
 
@@ -39,7 +41,7 @@ import posixpath
 import re
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from pr_context.graph import Caller, SymbolGraph, callers_of
@@ -74,6 +76,14 @@ _LOOKUP_SHARE = 0.5
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
 # Type aliases built from type aliases, followed this deep (each level one variable).
 _ALIAS_DEPTH = 8
+# `@name` or `@a.b(...)` at the start of a decorator line: the decorator's dotted name
+_DECORATOR = re.compile(r"^\s*@\s*([\w.]+)", re.MULTILINE)
+# Python's descriptors, caches and typing markers: they wrap a function and register it
+# nowhere, so a function they decorate runs only where something names it.
+_PLAIN_DECORATORS = frozenset({
+    "property", "setter", "getter", "deleter", "cached_property", "staticmethod",
+    "classmethod", "abstractmethod", "overload", "override", "final", "cache", "lru_cache",
+    "wraps", "deprecated"})
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,9 @@ class Reach:
     imported: frozenset[str] = frozenset()  # production files running it at import
     wide: bool = False  # stopped after MAX_WALK definitions
     walked: int = 0
+    # nothing names it (no call, read or use of its name anywhere, no decorator that
+    # registers it): an empty walk is the whole truth, not a gap in what the graph sees
+    unreferenced: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,6 +161,7 @@ class Reacher:
     _syntax: SyntaxCallers | None = None  # the syntax calling dunder methods
     _used: dict[str, dict[str | None, set[str]]] = field(default_factory=dict)
     _sites: dict[str, list[Site]] | None = None
+    _site_names: frozenset[str] | None = None  # every name some site names
 
     def reach(self, qualified_name: str, first: list[Caller] | None = None) -> Reach:
         """The tests reaching ``qualified_name``; ``first`` replaces its own callers
@@ -155,6 +169,9 @@ class Reacher:
         is reached through its class's objects instead."""
         start = _Step(qualified_name, 0, 1.0, (), False)
         found = self._walk([start], start, first)
+        if not found.tests and not found.imported and first is None \
+                and self._unreferenced(qualified_name):
+            return replace(found, unreferenced=True)
         if not found.tests and not found.wide:
             classes = self._objects_of(start, dead_end=True)
             if classes:
@@ -198,6 +215,26 @@ class Reacher:
                 else [*callers_of(self.graph, qualified_name),
                       *self._syntax_callers(qualified_name)])
         return self._callers[qualified_name]
+
+    def _unreferenced(self, qualified_name: str) -> bool:
+        """Whether nothing can run a Python function or method but a lookup by a computed
+        name: no site anywhere names it (a call, a read, an attribute of any object), it is
+        no dunder (syntax and the interpreter call those) and no decorator but Python's
+        own descriptors and caches (which register nothing) wraps it."""
+        d = self.graph.tables.definitions.get(qualified_name)
+        if d is None or d.language != "python" or d.kind not in ("function", "method") \
+                or is_dunder(d.name) or self.callers(qualified_name):
+            return False
+        decorators = _DECORATOR.findall(self._decorators(d.path, d.start_line))
+        return not self._named_somewhere(d.name) and all(
+            name.rsplit(".", 1)[-1] in _PLAIN_DECORATORS for name in decorators)
+
+    def _named_somewhere(self, name: str) -> bool:
+        """Whether some site of the index (a call, a read, an attribute of any object, a
+        type use) names ``name``."""
+        if self._site_names is None:
+            self._site_names = frozenset(site.name for site in self.graph.tables.sites)
+        return name in self._site_names
 
     def _syntax_callers(self, qualified_name: str) -> tuple[Caller, ...]:
         d = self.graph.tables.definitions.get(qualified_name)
@@ -552,10 +589,10 @@ class Reacher:
         if d is None or d.kind != "method" or d.parent is None or d.name in _CONSTRUCTORS:
             return []
         decorators = self._decorators(d.path, d.start_line)
-        implicit = dead_end or (d.name.startswith("__") and d.name.endswith("__")) or (
-            "@property" in decorators or ".setter" in decorators)
-        if not implicit:
-            return []
+        dunder = is_dunder(d.name)
+        implicit = dead_end or dunder or "@property" in decorators or ".setter" in decorators
+        if not implicit or not (dunder or self._named_somewhere(d.name)):
+            return []  # a property nothing reads, a method nothing names: nothing runs it
         classes = [d.parent, *self._subclasses_of(d.parent)]
         short = d.parent.rsplit(".", 1)[-1]
         unused = tuple(dict.fromkeys((*step.unused, d.name)))

@@ -12,7 +12,8 @@ alias read only in annotations):
    ids, or whole files where the call runs at the test file's import.
 3. Where the graph cannot see in: the test files importing, transitively, a production
    file that runs the symbol at import; and, for a symbol no test reaches at all, those
-   importing its own file.
+   importing its own file, unless nothing names it anywhere (:attr:`Reach.unreferenced`:
+   only a lookup by a computed name could run it).
 
 And per PR: the test files it adds or edits (and, with coverage data from an older
 commit, those changed since); for module-level code, the importers of the module (for
@@ -209,7 +210,7 @@ def _pick_symbol(item: SymbolTests, imports: ImportGraph, suite: _Suite,
     for path, chain in imports.closure(runs_at_import).items():
         if path in suite.files:
             picks.add(path, f"imports {chain[-1]}, which runs {item.symbol} at import")
-    if not reach.tests and not reach.imported:
+    if not reach.tests and not reach.imported and not reach.unreferenced:
         for path, chain in imports.closure([item.path]).items():
             if path in suite.files:
                 picks.add(path, f"imports {item.path} (through {len(chain) - 1} file(s)); "
