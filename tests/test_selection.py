@@ -423,3 +423,23 @@ def test_a_symbol_nothing_names_selects_nothing_unless_a_decorator_may_register_
     report = select(project, tmp_path, {path: text})
     assert report.run_everything is None
     assert {t.split("::", 1)[0] for t in report.test_selection} == selected
+
+
+def test_an_autouse_fixture_touching_a_value_made_at_import_selects_no_one(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    """The fixture copies DEFAULTS, made at import by Renderer(): no test runs measure
+    through it; the test making a Renderer does."""
+    config = ("class Renderer:\n    def __init__(self):\n        self.width = self.measure()\n\n"
+              "    def measure(self):\n        return 80\n\n\n"
+              "DEFAULTS = [Renderer()]\n\n\ndef reset():\n    return list(DEFAULTS)\n")
+    repo = make_repo({
+        "app/__init__.py": "", "app/config.py": config,
+        "tests/conftest.py": "import pytest\n\nfrom app.config import reset\n\n\n"
+                             "@pytest.fixture(autouse=True)\ndef fresh():\n    reset()\n",
+        "tests/test_render.py": "from app.config import Renderer\n\n\n"
+                                "def test_render():\n    assert Renderer().width == 80\n",
+        **{f"tests/test_{n}.py": f"def test_{n}():\n    assert True\n" for n in "abc"}})
+    report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path,
+                    {"app/config.py": config.replace("return 80", "return 81")})
+    assert report.run_everything is None
+    assert report.test_selection == ("tests/test_render.py::test_render",)

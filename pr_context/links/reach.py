@@ -457,7 +457,10 @@ class Reacher:
         return d is not None and d.kind in CLASS_KINDS
 
     def _fixture_users(self, step: _Step) -> Iterator[Reached | _Step]:
-        """Tests and fixtures that take the fixture ``step.name`` as a parameter."""
+        """Tests and fixtures that take the fixture ``step.name`` as a parameter, and every
+        test in scope for an autouse fixture on a call path: one that reaches the symbol
+        only through what it made at import (resetting a configuration that holds it) or
+        through objects of its class runs it for no test but those asking for its value."""
         d = self.graph.tables.definitions.get(step.name)
         if d is None or self.index.roles.get(d.path) not in _SUPPORT_ROLES \
                 or not self._is_fixture(d.path, d.start_line):
@@ -471,7 +474,8 @@ class Reacher:
                 if other.qualified_name == d.qualified_name or other.kind not in (
                         "function", "method"):
                     continue
-                if not (autouse or d.name in other.parameters):
+                spreads = autouse and step.state is None and step.through is None
+                if not (spreads or d.name in other.parameters):
                     continue
                 if is_test(other) and self.index.roles.get(path) == _TEST_ROLE:
                     yield Reached(path, other, step.hops + 1, step.confidence, step.via,
@@ -488,7 +492,8 @@ class Reacher:
         test framework (``setUp``, ``setup_method``, a hook, a fixture named in a string):
         its class's tests, or every test of its file or, for a conftest, of its directory."""
         d = self.graph.tables.definitions.get(step.name)
-        if d is None or step.hops == 0 or self.index.roles.get(d.path) not in _SUPPORT_ROLES:
+        if d is None or step.hops == 0 or self.index.roles.get(d.path) not in _SUPPORT_ROLES \
+                or self._autouse(d.path, d.start_line):  # its tests: see _fixture_users
             return
         parent = self.graph.tables.definitions.get(d.parent or "")
         if parent is not None and parent.kind in CLASS_KINDS:
