@@ -367,21 +367,26 @@ def test_what_changed_at_module_level(lines: set[int], expected: str | None) -> 
     assert module_level_change(text, lines) == expected
 
 
+@pytest.mark.parametrize(("read", "selected"), [
+    pytest.param("compat.old()", ("tests/test_old.py::test_old",), id="a-served-name-read"),
+    pytest.param("compat.current()", (), id="no-served-name-read"),
+])
 def test_a_module_getattr_selects_the_tests_reading_the_names_it_serves(
-        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+        make_repo: Callable[..., GitRepo], tmp_path: Path, read: str,
+        selected: tuple[str, ...]) -> None:
     compat = ("def current():\n    return 1\n\n\n"
               "def __getattr__(name):\n    if name == 'old':\n        return current\n"
               "    raise AttributeError(name)\n")
     repo = make_repo({"app/__init__.py": "", "app/compat.py": compat,
                       "tests/test_old.py": "import app.compat as compat\n\n\n"
-                                           "def test_old():\n    assert compat.old() == 1\n",
+                                           f"def test_old():\n    assert {read} == 1\n",
                       "tests/test_new.py": "from app.compat import current\n\n\n"
                                            "def test_new():\n    assert current() == 1\n",
                       "tests/test_other.py": "def test_other():\n    assert True\n"})
     report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path,
                     {"app/compat.py": compat.replace("raise AttributeError(name)",
                                                      "raise AttributeError(f'no {name}')")})
-    assert report.test_selection == ("tests/test_old.py::test_old",)
+    assert report.test_selection == selected
 
 
 def test_a_value_moved_at_import_is_followed_into_the_variable_it_changes(

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
-from pr_context.graph.module_getattr import is_module_getattr, served_names, served_reads
+from pr_context.graph.module_getattr import is_module_getattr, served_by, served_reads
 from pr_context.graph.names import class_bases, imported_targets, mro, resolve_dotted
 from pr_context.graph.resolve import resolve_site
 from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables, read_tables
@@ -156,11 +156,8 @@ def _served_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]
     d = graph.tables.definitions[qualified_name]
     if not is_module_getattr(d):
         return
-    lines = graph.tables.lines.get(d.path, {})
-    served = served_names("\n".join(lines.get(n, "") for n in range(d.start_line,
-                                                                    d.end_line + 1)))
     module = graph.tables.file_module.get(d.path, "")
-    for site in served_reads(graph.tables, d, served):
+    for site in served_reads(graph.tables, d, served_by(graph.tables, d)):
         yield _caller(site, "graph", GRAPH_CONFIDENCE,
                       f"reads {site.name} from {module}, which its __getattr__ serves")
 

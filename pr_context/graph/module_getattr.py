@@ -19,13 +19,20 @@ from pr_context.graph.names import import_target, resolve_in
 from pr_context.graph.tables import Def, Site, Tables
 from pr_context.variables import parse_python
 
-__all__ = ["is_module_getattr", "served_names", "served_reads"]
+__all__ = ["is_module_getattr", "served_by", "served_names", "served_reads"]
 
 
 def is_module_getattr(d: Def) -> bool:
     """A Python module's own ``__getattr__`` (not a class's)."""
     return d.language == "python" and d.name == "__getattr__" and d.parent is None \
         and d.kind == "function"
+
+
+def served_by(tables: Tables, d: Def) -> frozenset[str]:
+    """The names a module's ``__getattr__`` serves, from its source lines in ``tables``."""
+    lines = tables.lines.get(d.path, {})
+    return served_names("\n".join(lines.get(n, "") for n in range(d.start_line,
+                                                                  d.end_line + 1)))
 
 
 def served_names(source: str) -> frozenset[str]:

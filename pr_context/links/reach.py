@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from pr_context.graph import Caller, SymbolGraph, callers_of
+from pr_context.graph.module_getattr import is_module_getattr, served_by
 from pr_context.graph.names import method_in, mro
 from pr_context.graph.readers import readers_of
 from pr_context.graph.syntax import SyntaxCallers, is_dunder
@@ -220,10 +221,15 @@ class Reacher:
         """Whether nothing can run a Python function or method but a lookup by a computed
         name: no site anywhere names it (a call, a read, an attribute of any object), it is
         no dunder (syntax and the interpreter call those) and no decorator but Python's
-        own descriptors and caches (which register nothing) wraps it."""
+        own descriptors and caches (which register nothing) wraps it; or it is a module's
+        ``__getattr__`` and no site reads a name it serves."""
         d = self.graph.tables.definitions.get(qualified_name)
         if d is None or d.language != "python" or d.kind not in ("function", "method") \
-                or is_dunder(d.name) or self.callers(qualified_name):
+                or self.callers(qualified_name):
+            return False
+        if is_module_getattr(d):  # called for the names it serves: none is read
+            return bool(served_by(self.graph.tables, d))
+        if is_dunder(d.name):
             return False
         decorators = _DECORATOR.findall(self._decorators(d.path, d.start_line))
         return not self._named_somewhere(d.name) and all(
