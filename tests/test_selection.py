@@ -412,6 +412,8 @@ def test_a_value_moved_at_import_is_followed_into_the_variable_it_changes(
 @pytest.mark.parametrize(("path", "old", "new", "selected"), [
     pytest.param("shop/money.py", "    def double(self):",
                  "    @property\n    def euros(self):\n        return self.cents / 100\n\n"
+                 "    @euros.setter\n    def euros(self, value):\n"
+                 "        self.cents = value * 100\n\n"
                  "    def double(self):", set(), id="a-property-nothing-reads"),
     pytest.param("shop/text.py", "def whisper(text):",
                  "@functools.singledispatch\ndef yell(text):\n    return text.upper() + '!'\n\n\n"
@@ -448,3 +450,23 @@ def test_an_autouse_fixture_touching_a_value_made_at_import_selects_no_one(
                     {"app/config.py": config.replace("return 80", "return 81")})
     assert report.run_everything is None
     assert report.test_selection == ("tests/test_render.py::test_render",)
+
+
+def test_a_property_setter_decorator_runs_the_property_for_no_test(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    """``@size.setter`` names the property in the class body at import: no test runs the
+    getter through it."""
+    model = ("class Box:\n    def __init__(self):\n        self._size = 1\n\n"
+             "    @property\n    def size(self):\n        return self._size\n\n"
+             "    @size.setter\n    def size(self, value):\n        self._size = value\n\n\n"
+             "def grow(box: Box):\n    return box.size + 1\n")
+    repo = make_repo({"box/__init__.py": "", "box/model.py": model,
+                      "tests/test_grow.py": "from box.model import Box, grow\n\n\n"
+                                            "def test_grow():\n    assert grow(Box()) == 2\n",
+                      "tests/test_import.py": "import box.model\n\n\n"
+                                              "def test_import():\n    assert box.model\n",
+                      **{f"tests/test_{n}.py": f"def test_{n}():\n    assert True\n"
+                         for n in "abc"}})
+    report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path,
+                    {"box/model.py": model.replace("return self._size", "return self._size * 1")})
+    assert report.test_selection == ("tests/test_grow.py::test_grow",)

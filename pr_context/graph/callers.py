@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,8 @@ from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables, read_tables
 from pr_context.graph.types import bind_types
 from pr_context.index.store import IndexStore
 
-__all__ = ["Caller", "SymbolGraph", "build_graph", "callers_of", "load_graph"]
+__all__ = ["Caller", "SymbolGraph", "build_graph", "callers_of", "is_accessor_decorator",
+           "load_graph"]
 
 # Confidence scale, 0..1: how sure we are that the site can call the definition.
 # 1.0: resolved through imports, scopes, self/super or bases (it names this definition).
@@ -42,6 +44,8 @@ _BUILTIN_METHOD_NAMES = frozenset(
                       complex, object, memoryview, range, slice, type(iter(())))
     for name in dir(kind)) | frozenset(dir(io.IOBase)) | frozenset(dir(io.TextIOBase))
 _ECMASCRIPT = frozenset({"javascript", "typescript", "tsx"})
+# `@name.setter` over a property's setter (or getter, deleter)
+_ACCESSOR_DECORATOR = re.compile(r"\s*@\s*(\w+)\.(?:setter|getter|deleter)\b")
 _T = TypeVar("_T")
 
 
@@ -137,6 +141,15 @@ def _all_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:
     yield from _served_callers(graph, qualified_name)
     yield from _override_callers(graph, qualified_name)
     yield from _lexical_callers(graph, qualified_name)
+
+
+def is_accessor_decorator(tables: Tables, path: str, line: int, name: str) -> bool:
+    """Whether ``path``'s ``line`` is ``@name.setter`` (``.getter``, ``.deleter``) over a
+    property's other accessor: it names the property object in the class body (a caller
+    to update when the property is renamed), it reads no instance's value (it runs
+    nothing)."""
+    found = _ACCESSOR_DECORATOR.match(tables.lines.get(path, {}).get(line, ""))
+    return found is not None and found.group(1) == name
 
 
 def _constructor_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller]:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from pr_context.graph import Caller, SymbolGraph, callers_of
+from pr_context.graph.callers import is_accessor_decorator
 from pr_context.graph.module_getattr import is_module_getattr, served_by
 from pr_context.graph.names import method_in, mro
 from pr_context.graph.readers import readers_of
@@ -237,9 +238,12 @@ class Reacher:
 
     def _named_somewhere(self, name: str) -> bool:
         """Whether some site of the index (a call, a read, an attribute of any object, a
-        type use) names ``name``."""
+        type use) names ``name``; ``@name.setter`` over a property's setter does not."""
         if self._site_names is None:
-            self._site_names = frozenset(site.name for site in self.graph.tables.sites)
+            tables = self.graph.tables
+            self._site_names = frozenset(
+                site.name for site in tables.sites if site.receiver is not None
+                or not is_accessor_decorator(tables, site.path, site.line, site.name))
         return name in self._site_names
 
     def _syntax_callers(self, qualified_name: str) -> tuple[Caller, ...]:
@@ -366,6 +370,9 @@ class Reacher:
     def _from_callers(self, step: _Step, callers: list[Caller],
                       imported: set[str]) -> Iterator[Reached | _Step]:
         for caller in callers:
+            if is_accessor_decorator(self.graph.tables, caller.path, caller.line,
+                                     step.name.rsplit(".", 1)[-1]):
+                continue  # @size.setter names the property object: it runs nothing
             role = self.index.roles.get(caller.path)
             test = self.test_function(caller.path, caller.enclosing) \
                 if role == _TEST_ROLE else None
