@@ -208,15 +208,23 @@ class Reacher:
         return Reach(tuple(found.values()), frozenset(imported), False, walked)
 
     def callers(self, qualified_name: str) -> list[Caller]:
-        """Its call sites; for a module-level variable met on the way, its readers; for a
-        dunder method, also the syntax that calls it on an operand of evident class."""
+        """The sites that run it: its callers (not ``@name.setter``); for a module-level
+        variable met on the way, its readers; for a dunder method, also the syntax that
+        calls it on an operand of evident class."""
         if qualified_name not in self._callers:
             self._callers[qualified_name] = (
                 self.runtime_reads(self._readers(qualified_name))
                 if qualified_name in self._variable_names and self.read_text is not None
-                else [*callers_of(self.graph, qualified_name),
+                else [*self._running(qualified_name, callers_of(self.graph, qualified_name)),
                       *self._syntax_callers(qualified_name)])
         return self._callers[qualified_name]
+
+    def _running(self, qualified_name: str, callers: list[Caller]) -> list[Caller]:
+        """The callers that run the definition: not ``@size.setter`` over a property's
+        setter, which names the property object in the class body and reads nothing."""
+        name = qualified_name.rsplit(".", 1)[-1]
+        return [c for c in callers
+                if not is_accessor_decorator(self.graph.tables, c.path, c.line, name)]
 
     def _unreferenced(self, qualified_name: str) -> bool:
         """Whether nothing can run a Python function or method but a lookup by a computed
@@ -370,9 +378,6 @@ class Reacher:
     def _from_callers(self, step: _Step, callers: list[Caller],
                       imported: set[str]) -> Iterator[Reached | _Step]:
         for caller in callers:
-            if is_accessor_decorator(self.graph.tables, caller.path, caller.line,
-                                     step.name.rsplit(".", 1)[-1]):
-                continue  # @size.setter names the property object: it runs nothing
             role = self.index.roles.get(caller.path)
             test = self.test_function(caller.path, caller.enclosing) \
                 if role == _TEST_ROLE else None
