@@ -23,7 +23,8 @@ Rules, per file pair (base path -> head path, following git renames):
   (or ``signature_changed``) with ``old_path`` and ``old_qualified_name``.
 - ``cosmetic`` marks a modification of comments, docstrings or whitespace only; for
   Python the code is compared as an AST, so re-indenting a statement into a block is not
-  cosmetic.
+  cosmetic. ``types_only`` marks a module-level variable whose annotation or ``cast``
+  type alone changed: the value it holds is the same.
 - A change inside a definition nested in a function (the closure a decorator returns, a
   helper or generator defined in a method, a local class) is a change of the outermost
   function around it, which is what callers call: that function is reported
@@ -131,6 +132,8 @@ class ChangedSymbol:
     removed_lines: tuple[int, ...] = ()  # removed base lines in its own base span
     # qualified names of the nested definitions whose change this function stands for
     changed_inside: tuple[str, ...] = ()
+    # only what never runs changed: a variable's annotation or the type given to cast
+    types_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -336,7 +339,8 @@ def _variable_symbols(diff: FileDiff, base: SourceFile | None,
             found.append(_variable_symbol(
                 diff.path, diff.old_path if diff.status == "renamed" else None, module, new,
                 "added" if old is None else "modified",
-                f"{old_module}.{name}" if renamed else None, diff.added_lines))
+                f"{old_module}.{name}" if renamed else None, diff.added_lines,
+                types_only=old is not None and old.runtime == new.runtime))
     found += [_variable_symbol(diff.base_path, None, old_module, old, "removed", None,
                                diff.removed_lines)
               for name, old in before.items()
@@ -346,7 +350,7 @@ def _variable_symbols(diff: FileDiff, base: SourceFile | None,
 
 def _variable_symbol(path: str, old_path: str | None, module: str, variable: ModuleVariable,
                      change: ChangeKind, old_qualified_name: str | None,
-                     touched: frozenset[int]) -> ChangedSymbol:
+                     touched: frozenset[int], types_only: bool = False) -> ChangedSymbol:
     lines = tuple(sorted(variable.lines & touched))
     return ChangedSymbol(
         path=path, old_path=old_path, symbol=variable.name,
@@ -354,7 +358,7 @@ def _variable_symbol(path: str, old_path: str | None, module: str, variable: Mod
         old_qualified_name=old_qualified_name, kind="variable", change=change,
         cosmetic=False, start_line=variable.start_line, end_line=variable.end_line,
         old_signature=None, new_signature=None, parameter_changes=(), changed_lines=lines,
-        removed_lines=lines if change == "removed" else ())
+        removed_lines=lines if change == "removed" else (), types_only=types_only)
 
 
 def _moved_or_one_sided(gone: list[tuple[Definition, _Side]],

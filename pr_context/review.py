@@ -509,11 +509,14 @@ def _analyse_all(
 
 
 def _inert(change: ChangedSymbol, callers: list[Caller], side: IndexSide) -> bool:
-    """Nothing the change alters runs: only comments, docstrings or whitespace changed, or
-    a module-level variable read only in annotations (a type alias)."""
-    if change.cosmetic:
+    """Nothing the change alters runs: only comments, docstrings or whitespace changed; or
+    a module-level variable's annotation or ``cast`` type only; or a variable read only in
+    annotations (a type alias), or read by nothing at all."""
+    if change.cosmetic or change.types_only:
         return True
-    return change.kind == "variable" and side.reacher.read_only_as_type(callers)
+    return change.kind == "variable" and (side.reacher.read_only_as_type(callers) or (
+        not callers and not side.reacher.named_somewhere(change.symbol)
+        and change.symbol != "__all__"))  # star imports read __all__
 
 
 def _symbol_report(change: ChangedSymbol, callers: Iterable[EvidenceItem],

@@ -9,6 +9,7 @@ parser (the text is parsed, never run). Dunder names other than ``__all__``
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass
 
 __all__ = ["ModuleVariable", "module_mutations", "module_variables", "parse_python"]
@@ -25,6 +26,9 @@ class ModuleVariable:
     end_line: int  # of its last assignment
     lines: frozenset[int]  # every line of every assignment to it
     value: str  # the assigned code as an AST dump: equal when only formatting differs
+    # the same without what never runs: its annotation, the type given to typing.cast;
+    # equal when only those differ (Dict -> dict in cast(Type[Dict], d))
+    runtime: str = ""
 
 
 def module_variables(text: str) -> dict[str, ModuleVariable] | None:
@@ -120,4 +124,25 @@ def _variable(name: str, statements: list[ast.stmt]) -> ModuleVariable:
     lines = frozenset(line for s in statements
                       for line in range(s.lineno, (s.end_lineno or s.lineno) + 1))
     value = "\n".join(ast.dump(s, include_attributes=False) for s in statements)
-    return ModuleVariable(name, min(lines), max(lines), lines, value)
+    runtime = "\n".join(ast.dump(_TypesDropped().visit(copy.deepcopy(s)),
+                                 include_attributes=False) for s in statements)
+    return ModuleVariable(name, min(lines), max(lines), lines, value, runtime)
+
+
+class _TypesDropped(ast.NodeTransformer):
+    """Blanks the expressions Python evaluates for type checkers only: a variable's
+    annotation and ``cast``'s type (the value is what ``cast`` returns)."""
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        node.annotation = ast.Constant(None)
+        self.generic_visit(node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else (
+            func.attr if isinstance(func, ast.Attribute) else "")
+        if name == "cast" and node.args:
+            node.args[0] = ast.Constant(None)
+        self.generic_visit(node)
+        return node

@@ -246,9 +246,10 @@ DISPATCH = {
     ),
     "calc/types.py": ("from typing import Union, cast\n\nNumber = Union[int, float]\n"
                       "Pair = tuple[Number, Number]\nRatio = Union[float, int]\n"
-                      "ONE = cast(Ratio, 1)\n\n\n"
+                      "ONE = cast(Ratio, 1)\nUnused = Union[int, str]\n\n\n"
                       "def half(x: Number) -> Number:\n    return x / 2\n\n\n"
-                      "def swap(p: Pair) -> Pair:\n    return p[1], p[0]\n"),
+                      "def swap(p: Pair) -> Pair:\n    return p[1], p[0]\n\n\n"
+                      "def unit():\n    return ONE\n"),
     "tests/__init__.py": "",
     "tests/test_ops.py": ("from calc.ops import Op\n\n\n"
                           "def test_run():\n    assert Op().run('add', 1, 2) == 3\n"),
@@ -257,8 +258,9 @@ DISPATCH = {
                           "def test_convert():\n    assert convert([2], Bag).items == [2]\n"),
     "tests/test_cached.py": ("from calc.ops import Cached\n\n\n"
                              "def test_get():\n    assert Cached().get(2) == 4\n"),
-    "tests/test_types.py": ("from calc.types import half\n\n\n"
-                            "def test_half():\n    assert half(4) == 2\n"),
+    "tests/test_types.py": ("from calc.types import half, unit\n\n\n"
+                            "def test_half():\n    assert half(4) == 2\n\n\n"
+                            "def test_unit():\n    assert unit() == 1\n"),
     "tests/test_nested.py": ("from calc.ops import Op\n\n\n"
                              "def test_outer():\n    def test_like_helper():\n"
                              "        return Op().run('mul', 2, 3)\n\n"
@@ -305,6 +307,10 @@ def test_code_the_graph_reaches_without_a_call_by_name(
                  id="type-alias-read-only-in-annotations-and-aliases"),
     pytest.param("calc/types.py", "Union[float, int]", "float | int", "calc.types.Ratio",
                  id="type-alias-read-only-as-a-cast-type"),
+    pytest.param("calc/types.py", "cast(Ratio, 1)", "cast(float, 1)", "calc.types.ONE",
+                 id="only-the-type-given-to-cast"),
+    pytest.param("calc/types.py", "Union[int, str]", "int | str", "calc.types.Unused",
+                 id="a-variable-nothing-reads"),
     pytest.param("calc/ops.py", "return a * b", "return a * b  # the product",
                  "calc.ops.Op._op_mul", id="comment-only"),
 ])

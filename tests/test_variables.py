@@ -192,3 +192,17 @@ def test_globals_outside_library_code_are_no_symbols(make_repo: Callable[..., Gi
     base = repo.git("rev-parse", "HEAD").strip()
     repo.write(path, "project = 'demo2'\nLIMIT = 2\n")
     assert _changes(repo, base) == {}
+
+
+@pytest.mark.parametrize(("old", "new", "same_runtime"), [
+    ("X = cast(Dict[str, int], {})\n", "X = cast(dict[str, int], {})\n", True),
+    ("X: Dict[str, int] = {}\n", "X: dict[str, int] = {}\n", True),
+    ("X = cast(Dict[str, int], {})\n", "X = cast(Dict[str, int], {1: 2})\n", False),
+    ("X: int = 1\n", "X: int = 2\n", False),
+])
+def test_a_variable_whose_types_alone_changed_holds_the_same_value(
+        old: str, new: str, same_runtime: bool) -> None:
+    before, after = module_variables(old), module_variables(new)
+    assert before is not None and after is not None
+    assert before["X"].value != after["X"].value
+    assert (before["X"].runtime == after["X"].runtime) is same_runtime

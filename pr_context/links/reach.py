@@ -241,10 +241,10 @@ class Reacher:
         if is_dunder(d.name):
             return False
         decorators = _DECORATOR.findall(self._decorators(d.path, d.start_line))
-        return not self._named_somewhere(d.name) and all(
+        return not self.named_somewhere(d.name) and all(
             name.rsplit(".", 1)[-1] in _PLAIN_DECORATORS for name in decorators)
 
-    def _named_somewhere(self, name: str) -> bool:
+    def named_somewhere(self, name: str) -> bool:
         """Whether some site of the index (a call, a read, an attribute of any object, a
         type use) names ``name``; ``@name.setter`` over a property's setter does not."""
         if self._site_names is None:
@@ -321,16 +321,21 @@ class Reacher:
     def read_only_as_type(self, readers: list[Caller], depth: int = _ALIAS_DEPTH) -> bool:
         """Whether a variable with these readers is a type alias nothing runs: read, and
         only in annotations or in other module-level variables read only so (``Processor =
-        Callable[..., ReturnValue]``, itself read only in annotations). A variable nothing
-        is seen reading is not: its readers may be out of sight."""
+        Callable[..., ReturnValue]``, itself read only in annotations) or read by nothing
+        (no site names them). A variable nothing is seen reading is not: its readers may
+        be out of sight."""
         if not readers or depth < 0:
             return False
         for read in self.runtime_reads(readers):
             held = self._variables_at(read)
-            if not held or not all(self.read_only_as_type(self._readers(v), depth - 1)
-                                   for v in held):
+            if not held or not all(self._read_by_nothing(v) or self.read_only_as_type(
+                    self._readers(v), depth - 1) for v in held):
                 return False
         return True
+
+    def _read_by_nothing(self, variable: str) -> bool:
+        return not self._readers(variable) and not self.named_somewhere(
+            variable.rsplit(".", 1)[-1])
 
     def _annotations(self, path: str) -> frozenset[tuple[int, int]]:
         """(line, column) of every name and attribute inside an annotation of ``path``."""
@@ -614,7 +619,7 @@ class Reacher:
         decorators = self._decorators(d.path, d.start_line)
         dunder = is_dunder(d.name)
         implicit = dead_end or dunder or "@property" in decorators or ".setter" in decorators
-        if not implicit or not (dunder or self._named_somewhere(d.name)):
+        if not implicit or not (dunder or self.named_somewhere(d.name)):
             return []  # a property nothing reads, a method nothing names: nothing runs it
         classes = [d.parent, *self._subclasses_of(d.parent)]
         short = d.parent.rsplit(".", 1)[-1]
