@@ -476,3 +476,23 @@ def test_a_property_setter_decorator_runs_the_property_for_no_test(
     report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path,
                     {"box/model.py": model.replace("return self._size", "return self._size * 1")})
     assert report.test_selection == ("tests/test_grow.py::test_grow",)
+
+
+def test_an_override_of_a_standard_library_method_is_reached_where_its_objects_are(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    """logging calls Short.format for every record a handler holding one emits: no site
+    of the repository calls it by name."""
+    fmt = ("import logging\n\n\nclass Short(logging.Formatter):\n"
+           "    def format(self, record):\n        return record.getMessage()[:10]\n\n"
+           "    def tidy(self, text):\n        return text.strip()\n")
+    repo = make_repo({"app/__init__.py": "", "app/fmt.py": fmt,
+                      "tests/test_log.py": "import logging\n\nfrom app.fmt import Short\n\n\n"
+                                           "def test_log():\n"
+                                           "    handler = logging.StreamHandler()\n"
+                                           "    handler.setFormatter(Short())\n"
+                                           "    logging.getLogger('t').addHandler(handler)\n",
+                      **{f"tests/test_{n}.py": f"def test_{n}():\n    assert True\n"
+                         for n in "abc"}})
+    head = {"app/fmt.py": fmt.replace("[:10]", "[:20]")}
+    report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path, head)
+    assert report.test_selection == ("tests/test_log.py::test_log",)

@@ -19,7 +19,7 @@ from pr_context.parse.code_paths import module_path
 
 __all__ = [
     "Binding", "bind_name", "class_bases", "enclosing_class", "import_target",
-    "imported_targets", "is_enum", "mro", "resolve_dotted", "resolve_in",
+    "imported_targets", "is_enum", "mro", "outside_bases", "resolve_dotted", "resolve_in",
 ]
 
 # Re-export chains and base-class walks longer than this are cycles or generated code.
@@ -132,6 +132,23 @@ def is_enum(tables: Tables, cls: str) -> bool:
                     tables, d.path, d.parent, text) not in tables.definitions:
                 return True
     return False
+
+
+def outside_bases(tables: Tables, cls: str) -> list[str]:
+    """The dotted names (``logging.Formatter``) of the Python bases of ``cls`` that name
+    no index class, as the class's file imports them: library classes."""
+    d = tables.definitions[cls]
+    if d.language != "python":
+        return []
+    found = []
+    for text in _base_names(d.signature, d.language):
+        if resolve_in(tables, d.path, d.parent, text) in tables.definitions:
+            continue
+        head, _, rest = text.partition(".")
+        binding = bind_name(tables, d.path, d.parent, head)
+        if binding is not None:
+            found.append(f"{binding.target}.{rest}" if rest else binding.target)
+    return found
 
 
 def _base_names(signature: str, language: str) -> list[str]:

@@ -46,6 +46,7 @@ from pathlib import PurePosixPath
 
 from pr_context.graph import Caller, SymbolGraph, callers_of
 from pr_context.graph.callers import is_accessor_decorator
+from pr_context.graph.library import overrides_library
 from pr_context.graph.module_getattr import is_module_getattr, served_by
 from pr_context.graph.names import method_in, mro
 from pr_context.graph.readers import readers_of
@@ -238,11 +239,17 @@ class Reacher:
             return False
         if is_module_getattr(d):  # called for the names it serves: none is read
             return bool(served_by(self.graph.tables, d))
-        if is_dunder(d.name):
+        if is_dunder(d.name) or self._library_calls(d):
             return False
         decorators = _DECORATOR.findall(self._decorators(d.path, d.start_line))
         return not self.named_somewhere(d.name) and all(
             name.rsplit(".", 1)[-1] in _PLAIN_DECORATORS for name in decorators)
+
+    def _library_calls(self, d: Def) -> bool:
+        """A production method overriding a standard-library class's (a test class's
+        ``setUp`` is the framework's business: see ``_run_by_framework``)."""
+        return self.index.roles.get(d.path) not in _SUPPORT_ROLES \
+            and overrides_library(self.graph.tables, d)
 
     def named_somewhere(self, name: str) -> bool:
         """Whether some site of the index (a call, a read, an attribute of any object, a
@@ -610,16 +617,18 @@ class Reacher:
 
     def _objects_of(self, step: _Step, dead_end: bool) -> list[_Step]:
         """The class (and its subclasses) of a method called without its name: by syntax
-        (a dunder: ``x in s`` runs ``__contains__``), as an attribute (a property), or,
+        (a dunder: ``x in s`` runs ``__contains__``), by the standard library (an
+        override of ``logging.Formatter.format``), as an attribute (a property), or,
         when its callers lead to no test (``dead_end``), in some way the graph cannot
         see. Walked on from wherever those classes are instantiated."""
         d = self.graph.tables.definitions.get(step.name)
         if d is None or d.kind != "method" or d.parent is None or d.name in _CONSTRUCTORS:
             return []
         decorators = self._decorators(d.path, d.start_line)
-        dunder = is_dunder(d.name)
-        implicit = dead_end or dunder or "@property" in decorators or ".setter" in decorators
-        if not implicit or not (dunder or self.named_somewhere(d.name)):
+        # Python or the standard library call these by a name no site of the index writes
+        unseen = is_dunder(d.name) or self._library_calls(d)
+        implicit = dead_end or unseen or "@property" in decorators or ".setter" in decorators
+        if not implicit or not (unseen or self.named_somewhere(d.name)):
             return []  # a property nothing reads, a method nothing names: nothing runs it
         classes = [d.parent, *self._subclasses_of(d.parent)]
         short = d.parent.rsplit(".", 1)[-1]
