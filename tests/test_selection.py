@@ -496,3 +496,25 @@ def test_an_override_of_a_standard_library_method_is_reached_where_its_objects_a
     head = {"app/fmt.py": fmt.replace("[:10]", "[:20]")}
     report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path, head)
     assert report.test_selection == ("tests/test_log.py::test_log",)
+
+
+def test_a_property_is_reached_where_its_name_is_read_on_an_object_of_unknown_class(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    """``thing.area`` in a file that imports the class reads the property; a test that
+    only makes a Box does not (the objects of the class no longer stand for its reads)."""
+    model = ("class Box:\n    def __init__(self, side):\n        self.side = side\n\n"
+             "    @property\n    def area(self):\n        return self.side * self.side\n")
+    repo = make_repo({
+        "box/__init__.py": "", "box/model.py": model,
+        "box/report.py": "from box.model import Box\n\n\ndef describe(thing):\n"
+                         "    return f'{thing.area} square units'\n\n\n"
+                         "def default():\n    return Box(1)\n",
+        "tests/test_report.py": ("from box.model import Box\nfrom box.report import describe"
+                                 "\n\n\ndef test_describe():\n"
+                                 "    assert describe(Box(2)) == '4 square units'\n"),
+        "tests/test_make.py": "from box.model import Box\n\n\n"
+                              "def test_make():\n    assert Box(2).side == 2\n",
+        **{f"tests/test_{n}.py": f"def test_{n}():\n    assert True\n" for n in "abc"}})
+    report = select((repo, repo.git("rev-parse", "HEAD").strip()), tmp_path,
+                    {"box/model.py": model.replace("self.side * self.side", "self.side ** 2")})
+    assert report.test_selection == ("tests/test_report.py::test_describe",)

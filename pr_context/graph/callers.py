@@ -16,8 +16,10 @@ from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables, read_tables
 from pr_context.graph.types import bind_types
 from pr_context.index.store import IndexStore
 
-__all__ = ["Caller", "SymbolGraph", "build_graph", "callers_of", "is_accessor_decorator",
-           "load_graph"]
+__all__ = [
+    "BUILTIN_METHOD_NAMES", "DYNAMIC_CONFIDENCE", "Caller", "SymbolGraph", "build_graph",
+    "callers_of", "can_name", "is_accessor_decorator", "load_graph",
+]
 
 # Confidence scale, 0..1: how sure we are that the site can call the definition.
 # 1.0: resolved through imports, scopes, self/super or bases (it names this definition).
@@ -39,7 +41,7 @@ _INSTANTIATING = frozenset({"call", "instantiation"})
 _CANDIDATE_KINDS = frozenset({"call", "instantiation"})
 # obj.items() with obj's class unknown is, far more often than not, a dict's: the methods
 # of Python's built-in types give no same-name candidates (a resolved call still counts).
-_BUILTIN_METHOD_NAMES = frozenset(
+BUILTIN_METHOD_NAMES = frozenset(
     name for kind in (dict, list, set, frozenset, str, bytes, bytearray, tuple, int, float,
                       complex, object, memoryview, range, slice, type(iter(())))
     for name in dir(kind)) | frozenset(dir(io.IOBase)) | frozenset(dir(io.TextIOBase))
@@ -198,7 +200,7 @@ def _lexical_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller
     family = _family(d.language)
     same_name = [q for q in graph.names.get(d.name, ())
                  if _family(graph.tables.definitions[q].language) == family]
-    if d.kind == "method" and not (d.language == "python" and d.name in _BUILTIN_METHOD_NAMES):
+    if d.kind == "method" and not (d.language == "python" and d.name in BUILTIN_METHOD_NAMES):
         methods = [q for q in same_name if graph.tables.definitions[q].kind == "method"]
         share = DYNAMIC_CONFIDENCE / max(len(methods), 1)
         for site in graph.dynamic.get(d.name, ()):
@@ -226,15 +228,15 @@ def _likelier_homonym(graph: SymbolGraph, site: Site, d: Def, methods: list[str]
     if d.language != "python" or len(methods) <= 1 or d.parent is None:
         return False
     tables, own = graph.tables, d.parent
-    if _can_name(graph, site.path, own):
+    if can_name(graph, site.path, own):
         return False
     related = set(mro(tables, own))
     others = {tables.definitions[m].parent for m in methods if m != d.qualified_name}
     return any(other and other not in related and own not in set(mro(tables, other))
-               and _can_name(graph, site.path, other) for other in others)
+               and can_name(graph, site.path, other) for other in others)
 
 
-def _can_name(graph: SymbolGraph, path: str, cls: str) -> bool:
+def can_name(graph: SymbolGraph, path: str, cls: str) -> bool:
     """Whether ``path`` defines or imports ``cls``, a subclass of it, its module or a
     package above it."""
     if path not in graph.visible:

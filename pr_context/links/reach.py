@@ -23,15 +23,17 @@ test helpers and pytest fixtures, until it meets test functions:
   same-name candidate.
 
 A dunder's callers include the syntax that runs it on an operand of evident class
-(:mod:`pr_context.graph.syntax`: ``1 in box`` calls ``Box.__contains__``). A method
-called without its name, a dunder (``__eq__``, ``__iter__``: by syntax), a property
-(read as an attribute) or a method nothing calls by name (looked up at run time,
-``getattr(self, f"_compare_{op}")``), is also reached from wherever its class, or a
-subclass, is instantiated; such a test says which of those methods it is not seen
-using (:attr:`Reached.unused`). A property or method whose name no site anywhere names
-is not: nothing runs it but a lookup by a computed name, and a walk that finds nothing
-says so (:attr:`Reach.unreferenced`). Pure: reads the graph, the :class:`LinkIndex` and the
-text it is given.
+(:mod:`pr_context.graph.syntax`: ``1 in box`` calls ``Box.__contains__``); a property's,
+the reads of its name on objects of unknown class in files that can name its class, as
+same-name candidates. A method called without its name, a dunder (``__eq__``,
+``__iter__``: by syntax), an override of a standard-library method (``logging`` calls
+``Formatter.format``), a property named like a built-in type's method (``values``:
+too many reads name it), or a method nothing calls by name (looked up at run time), is
+also reached from wherever its class, or a subclass, is instantiated; such a test says
+which of those methods it is not seen using (:attr:`Reached.unused`). A property or
+method whose name no site anywhere names is not: nothing runs it but a lookup by a
+computed name, and a walk that finds nothing says so (:attr:`Reach.unreferenced`).
+Pure: reads the graph, the :class:`LinkIndex` and the text it is given.
 """
 
 from __future__ import annotations
@@ -45,7 +47,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from pr_context.graph import Caller, SymbolGraph, callers_of
-from pr_context.graph.callers import is_accessor_decorator
+from pr_context.graph.callers import (
+    BUILTIN_METHOD_NAMES,
+    DYNAMIC_CONFIDENCE,
+    can_name,
+    is_accessor_decorator,
+)
 from pr_context.graph.library import overrides_library
 from pr_context.graph.module_getattr import is_module_getattr, served_by
 from pr_context.graph.names import method_in, mro
@@ -81,6 +88,9 @@ _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
 _ALIAS_DEPTH = 8
 # `@name` or `@a.b(...)` at the start of a decorator line: the decorator's dotted name
 _DECORATOR = re.compile(r"^\s*@\s*([\w.]+)", re.MULTILINE)
+# Decorators that make a method a property: read as an attribute, not called by name.
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter",
+                                  "deleter"})
 # Python's descriptors, caches and typing markers: they wrap a function and register it
 # nowhere, so a function they decorate runs only where something names it.
 _PLAIN_DECORATORS = frozenset({
@@ -165,6 +175,8 @@ class Reacher:
     _used: dict[str, dict[str | None, set[str]]] = field(default_factory=dict)
     _sites: dict[str, list[Site]] | None = None
     _site_names: frozenset[str] | None = None  # every name some site names
+    _named_sites: dict[str, list[Site]] | None = None  # name -> the sites naming it
+    _resolved_sites: frozenset[tuple[str, int, int]] | None = None  # (path, line, col)
 
     def reach(self, qualified_name: str, first: list[Caller] | None = None) -> Reach:
         """The tests reaching ``qualified_name``; ``first`` replaces its own callers
@@ -217,8 +229,50 @@ class Reacher:
                 self.runtime_reads(self._readers(qualified_name))
                 if qualified_name in self._variable_names and self.read_text is not None
                 else [*self._running(qualified_name, callers_of(self.graph, qualified_name)),
-                      *self._syntax_callers(qualified_name)])
+                      *self._syntax_callers(qualified_name),
+                      *self._property_reads(qualified_name)])
         return self._callers[qualified_name]
+
+    def _property_reads(self, qualified_name: str) -> list[Caller]:
+        """For a Python property: reads of its name on an object of unknown class, in
+        files that can name its class (import it, a subclass or its module), as same-name
+        candidates, the way ``x.m()`` is one for a method. The graph resolves the reads on
+        objects of evident class; these are the rest."""
+        d = self.graph.tables.definitions.get(qualified_name)
+        if d is None or d.parent is None or not self._read_by_name(d):
+            return []
+        if self._resolved_sites is None:
+            self._resolved_sites = frozenset((e.site.path, e.site.line, e.site.column)
+                                             for edges in self.graph.edges.values()
+                                             for e in edges)
+        owner = d.parent
+        return [Caller(site.path, site.line, site.column, site.enclosing, "lexical",
+                       DYNAMIC_CONFIDENCE, f"{site.receiver}.{d.name}: class of "
+                       f"{site.receiver} unknown; reads the property {d.name}",
+                       candidate="dynamic", sole=False, kind="attribute")
+                for site in self._sites_by_name().get(d.name, ())
+                if site.receiver is not None and site.kind == "attribute"
+                and (site.path, site.line, site.column) not in self._resolved_sites
+                and can_name(self.graph, site.path, owner)]
+
+    def _read_by_name(self, d: Def) -> bool:
+        """A Python property whose reads on unknown objects are its candidate callers:
+        not one named like a method of Python's built-in types (``values``, ``items``),
+        which that many reads name (objects of its class stand for its readers)."""
+        return d.language == "python" and d.kind == "method" and d.parent is not None \
+            and d.name not in BUILTIN_METHOD_NAMES and self._is_property(d)
+
+    def _is_property(self, d: Def) -> bool:
+        decorators = _DECORATOR.findall(self._decorators(d.path, d.start_line))
+        return any(name.rsplit(".", 1)[-1] in _PROPERTY_DECORATORS for name in decorators)
+
+    def _sites_by_name(self) -> dict[str, list[Site]]:
+        if self._named_sites is None:
+            grouped: dict[str, list[Site]] = defaultdict(list)
+            for site in self.graph.tables.sites:
+                grouped[site.name].append(site)
+            self._named_sites = dict(grouped)
+        return self._named_sites
 
     def _running(self, qualified_name: str, callers: list[Caller]) -> list[Caller]:
         """The callers that run the definition: not ``@size.setter`` over a property's
@@ -624,11 +678,11 @@ class Reacher:
         d = self.graph.tables.definitions.get(step.name)
         if d is None or d.kind != "method" or d.parent is None or d.name in _CONSTRUCTORS:
             return []
-        decorators = self._decorators(d.path, d.start_line)
-        # Python or the standard library call these by a name no site of the index writes
+        # Python or the standard library call these by a name no site of the index writes;
+        # most properties' reads are their callers (_property_reads), the rest's objects
         unseen = is_dunder(d.name) or self._library_calls(d)
-        implicit = dead_end or unseen or "@property" in decorators or ".setter" in decorators
-        if not implicit or not (unseen or self.named_somewhere(d.name)):
+        read = not self._read_by_name(d) and self._is_property(d)
+        if not (dead_end or unseen or read) or not (unseen or self.named_somewhere(d.name)):
             return []  # a property nothing reads, a method nothing names: nothing runs it
         classes = [d.parent, *self._subclasses_of(d.parent)]
         short = d.parent.rsplit(".", 1)[-1]
