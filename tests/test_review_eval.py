@@ -119,6 +119,16 @@ def test_caller_figures_pool_sites_over_symbols():
     assert figures["grep"] == (1.0, pytest.approx(1 / 3))
 
 
+def test_caller_figures_count_the_sites_jedi_resolves_when_asked_there():
+    check = ev.CallerCheck("c1", "f", jedi={("a.py", 1)}, graph={("a.py", 1), ("t.py", 9),
+                                                                  ("t.py", 12)},
+                           lexical=set(), grep=set(),
+                           extra={"t.py:9": "jedi at the site", "t.py:12": "unconfirmed"})
+    figures = ev.caller_figures([check])
+    assert figures["graph"] == (pytest.approx(1 / 3), 1.0)
+    assert figures["graph, jedi at the site"] == (pytest.approx(2 / 3), 1.0)
+
+
 import ast  # noqa: E402
 
 import caller_sample as cs  # noqa: E402  (beside the evaluator, on the path above)

@@ -569,14 +569,31 @@ def _edited_share(results: Sequence[CaseResult]) -> tuple[float | None, int]:
 
 
 def caller_figures(checks: Sequence[CallerCheck]) -> dict[str, tuple[float | None, float | None]]:
-    """Pooled (micro) precision and recall against jedi, per method of finding callers."""
+    """Pooled (micro) precision and recall against jedi, per method of finding callers;
+    ``graph, jedi at the site`` counts as jedi's the graph sites jedi itself resolves to
+    the function when asked there (:func:`jedi_confirms`), which its reference search
+    leaves out."""
     truth = {(c.case, c.symbol, *site) for c in checks for site in c.jedi}
     figures = {}
     for how in ("graph", "lexical", "graph+lexical", "grep"):
         predicted = {(c.case, c.symbol, *site) for c in checks
                      for site in _sites(c, how)}
         figures[how] = precision_recall(predicted, truth)
+    confirmed = {(c.case, c.symbol, *_site(key)) for c in checks
+                 for key, kind in c.extra.items() if kind == "jedi at the site"}
+    graph = {(c.case, c.symbol, *site) for c in checks for site in c.graph}
+    figures[_CONFIRMED] = precision_recall(graph, truth | confirmed)
     return figures
+
+
+# The graph's figures against jedi's references and the sites jedi resolves when asked.
+_CONFIRMED = "graph, jedi at the site"
+
+
+def _site(key: str) -> tuple[str, int]:
+    """``path:line`` as (path, line)."""
+    path, _, line = key.rpartition(":")
+    return path, int(line)
 
 
 def _sites(check: CallerCheck, how: str) -> set[tuple[str, int]]:
@@ -633,7 +650,7 @@ def _target_lines(tests: float | None, n_tests: int, docs: float | None, n_docs:
         f"| {verdict(docs, TARGETS['docs_recall_at_3'])} |",
         f"| ≤ 3 docs listed per changed symbol on average | {_fmt(per_symbol)} "
         f"| {verdict(per_symbol, TARGETS['docs_per_symbol_max'], at_least=False)} |",
-    ] + [row for how in ("graph", "graph+lexical") for row in _caller_target_rows(
+    ] + [row for how in ("graph", _CONFIRMED, "graph+lexical") for row in _caller_target_rows(
         how, callers, verdict)]
 
 
@@ -691,14 +708,16 @@ def _caller_lines(checks: Sequence[CallerCheck], repos: Mapping[str, str]) -> li
              "(definitions and import lines excluded). Sites are compared as (path, line), "
              "pooled over the symbols of each row. A function pr-context did not report "
              "has no callers from it.", "",
-             "| repository | functions | jedi sites | graph P | graph R | graph+lexical P "
+             "| repository | functions | jedi sites | graph P | graph R | graph P, jedi at "
+             "the site | graph R, jedi at the site | graph+lexical P "
              "| graph+lexical R | lexical P | grep P | grep R |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, rows in _by_repo(checks, repos):
         f = caller_figures(rows)
         lines.append(
             f"| {name} | {len(rows)} | {sum(len(c.jedi) for c in rows)} "
             f"| {_fmt(f['graph'][0])} | {_fmt(f['graph'][1])} "
+            f"| {_fmt(f[_CONFIRMED][0])} | {_fmt(f[_CONFIRMED][1])} "
             f"| {_fmt(f['graph+lexical'][0])} | {_fmt(f['graph+lexical'][1])} "
             f"| {_fmt(f['lexical'][0])} | {_fmt(f['grep'][0])} | {_fmt(f['grep'][1])} |")
     lines += ["", "Reference sites jedi found that the graph did not, by kind "
@@ -721,8 +740,9 @@ def _extra_lines(checks: Sequence[CallerCheck], repos: Mapping[str, str]) -> lis
     resolves to the function when asked at the site itself (they count against the
     graph's precision all the same)."""
     lines = ["Graph sites jedi's reference search did not list (they count against the "
-             "graph's precision above), and how many of them jedi itself resolves to the "
-             "function when asked at the site in a fresh inference state "
+             "graph's precision above, not against the *jedi at the site* columns), and how "
+             "many of them jedi itself resolves to the function when asked at the site in a "
+             "fresh inference state "
              "(`jedi_confirms`: `goto` on the name there; the reference search shares one "
              "inference state over the tree, in which jedi's pytest plugin finds "
              "fixtures for only one parameter per test module).", "",
