@@ -278,6 +278,8 @@ def _review(variant: Variant, repo: Path, base: str, head: str, pristine: Path,
     shutil.copyfile(pristine, db)
     target = (OUT_JSON.parent / f"profile-review-{head[:12]}-{variant.name}.prof"
               if profile else None)
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
     return timed_cpu(variant.command("review", "--quiet", "--repo", str(repo), "--base", base,
                                      "--head", head, "--db", str(db), "--out",
                                      str(work / "out"), profile=target),
