@@ -149,6 +149,9 @@ class _Rounds:
         self.log = ReadLog()
         self.bindings = bindings
         self.changed: dict[Read, int] = {}  # binding -> the last round that changed it
+        # round -> the bindings changed in it or later (``changed`` as sets, kept up to
+        # date: a value is tested against the one of its round with one set operation)
+        self.changed_since: dict[int, set[Read]] = {}
         self.dirty: set[Read] = set()  # changed since the tables were last made
         self.base = tables
         self.variables = RecordedMap(tables.variables.items(), self.log, "variables")
@@ -209,7 +212,11 @@ class _Rounds:
     def _may_change(self, item: _Pending) -> bool:
         if self.every_round or item.reads is None or EVERYTHING in item.reads:
             return True
-        return any(self.changed.get(read, -1) >= item.round for read in item.reads)
+        since = self.changed_since.get(item.round)
+        if since is None:
+            since = self.changed_since[item.round] = {
+                read for read, last in self.changed.items() if last >= item.round}
+        return not item.reads.isdisjoint(since)
 
     def fixtures_changed(self, before: Mapping[Key, list[Assignment]],
                          after: Mapping[Key, list[Assignment]], number: int) -> None:
@@ -220,6 +227,9 @@ class _Rounds:
 
     def _change(self, read: Read, number: int) -> None:
         self.changed[read] = number
+        for since, reads in self.changed_since.items():
+            if since <= number:
+                reads.add(read)
         self.dirty.add(read)
 
 
