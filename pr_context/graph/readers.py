@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pr_context.graph.callers import GRAPH_CONFIDENCE, Caller
 from pr_context.graph.tables import Tables
 from pr_context.parse.code_paths import absolute_module
-from pr_context.variables import parse_python
+from pr_context.variables import parsed_python
 
 __all__ = ["MAX_READER_FILES", "readers_of"]
 
@@ -48,7 +48,7 @@ def readers_of(tables: Tables, qualified_name: str,
     for path, spellings in sorted(_files_naming(tables, module, name).items())[
             :MAX_READER_FILES]:
         text = read_text(path)
-        tree = parse_python(text) if text is not None else None
+        tree = parsed_python(text) if text is not None else None
         if tree is not None:
             found += _reads(tree, path, tables.file_module.get(path, ""), name, spellings)
     return sorted(found, key=lambda c: (c.path, c.line, c.column))

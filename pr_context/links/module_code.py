@@ -11,6 +11,8 @@ import ast
 from collections.abc import Collection
 from typing import Literal
 
+from pr_context.variables import parsed_python
+
 __all__ = ["ModuleChange", "module_level_change"]
 
 ModuleChange = Literal["imports", "code"]
@@ -28,9 +30,8 @@ def module_level_change(text: str, lines: Collection[int]) -> ModuleChange | Non
     """
     if not lines:
         return None
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = parsed_python(text)
+    if tree is None:
         return "code"
     return _statements_change(tree.body, set(lines), top=True)
 

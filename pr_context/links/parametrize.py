@@ -17,7 +17,7 @@ import ast
 import math
 from collections.abc import Callable, Mapping
 
-from pr_context.variables import parse_python
+from pr_context.variables import parsed_python
 
 __all__ = ["parametrized_counts"]
 
@@ -32,7 +32,7 @@ _Names = Mapping[str, ast.expr]
 def parametrized_counts(text: str) -> dict[str, int]:
     """Dotted name within the file (``test_a``, ``TestA.test_b``) -> tests made of it, for
     the functions with parametrize decorators; {} for unparsable text."""
-    tree = parse_python(text)
+    tree = parsed_python(text)
     if tree is None:
         return {}
     names = _module_names(tree)

@@ -64,7 +64,7 @@ from pr_context.variables import (
     ModuleVariable,
     module_mutations,
     module_variables,
-    parse_python,
+    parsed_python,
 )
 
 __all__ = ["MAX_WALK", "Reach", "Reached", "Reacher", "is_test", "node_id", "test_function"]
@@ -402,7 +402,7 @@ class Reacher:
         """(line, column) of every name and attribute inside an annotation of ``path``."""
         if path not in self._annotation_names:
             text = self.read_text(path) if self.read_text is not None else None
-            tree = parse_python(text) if text is not None else None
+            tree = parsed_python(text) if text is not None else None
             found: set[tuple[int, int]] = set()
             for node in ast.walk(tree) if tree is not None else ():
                 for annotation in _annotations_of(node):
@@ -510,7 +510,7 @@ class Reacher:
         if path not in self._class_names:
             found: dict[int, str] = {}
             text = self.read_text(path) if self.read_text is not None else None
-            tree = parse_python(text) if text is not None else None
+            tree = parsed_python(text) if text is not None else None
             for node in ast.walk(tree) if tree is not None else ():
                 if isinstance(node, ast.ClassDef):
                     for stmt in node.body:
