@@ -170,7 +170,10 @@ def _weaker_cut(paths: list[_Finding]) -> list[_Finding]:
     seen = [f for f in weaker if not f.unused]
     pool = seen if seen or len(weaker) < len(paths) else weaker
     nearest = min((f.hops for f in pool), default=0)
-    return [f for f in paths if not f.implicit or (f in pool and f.hops == nearest)]
+    # by identity: each finding is an item of ``paths`` (comparing the dataclasses field
+    # by field, a test reached along thousands of paths, was quadratic)
+    pooled = {id(f) for f in pool}
+    return [f for f in paths if not f.implicit or (id(f) in pooled and f.hops == nearest)]
 
 
 def _order(path: str, found: list[_Finding], naming: set[str]) -> tuple[object, ...]:
