@@ -144,6 +144,7 @@ def index(repo: str, rev: str, db: Path, as_json: bool, no_embeddings: bool, mod
     files and no co-changes; it cannot be searched until `merge` makes the shards one
     index.
     """
+    from pr_context.graph import store_graph
     from pr_context.index.build import IndexOptions, build_index
     from pr_context.index.shards import parse_shard
 
@@ -160,6 +161,8 @@ def index(repo: str, rev: str, db: Path, as_json: bool, no_embeddings: bool, mod
     embedder = embedder_for(_choice(model, backend, onnx_cache), no_embeddings, db,
                             progress.warn)
     result = build_index(open_repository(repo), rev, db, options, embedder, progress)
+    if options.shard is None:  # a shard's graph would miss the others' files
+        store_graph(db)
     click.echo(json.dumps(_index_json(result)) if as_json else _index_summary(result))
 
 
@@ -207,9 +210,11 @@ def merge_command(repo: str, db: Path, as_json: bool, quiet: bool,
     merged index equals a single build of that revision (same digest) and is searched,
     reviewed and updated like one.
     """
+    from pr_context.graph import store_graph
     from pr_context.index.merge import merge_shards
 
     result = merge_shards(open_repository(repo), shards, db, progress_for(sys.stderr, quiet))
+    store_graph(db)
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(result)))
     else:

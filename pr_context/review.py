@@ -38,7 +38,7 @@ from pr_context.git import (
     resolve_revision,
     unified_diff,
 )
-from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph
+from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph, store_graph
 from pr_context.graph.readers import readers_of
 from pr_context.graph.tables import CLASS_KINDS
 from pr_context.index.build import IndexOptions, IndexResult, build_index
@@ -188,6 +188,7 @@ def _review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     base, head = resolve_revision(repo, base_rev), resolve_revision(repo, head_rev)
     with timer.stage("index_base"):
         base_result = build_index(repo, base, db, options.index_options, embedder, progress)
+        store_graph(db)  # kept for the next review of this base (read by _load_side)
     head_db = out_dir / HEAD_INDEX_NAME
     with timer.stage("index_head"):
         head_result = _build_overlay(repo, head, db, head_db, embedder, progress, options)
@@ -346,6 +347,7 @@ def index_pair(repo: Repository, base: Sha, head: Sha, db: Path, out_dir: Path,
                options: ReviewOptions) -> Path:
     """Build or update ``db`` to ``base`` and its head copy in ``out_dir``; return the copy."""
     build_index(repo, base, db, options.index_options, embedder, progress)
+    store_graph(db)
     head_db = out_dir / HEAD_INDEX_NAME
     _build_overlay(repo, head, db, head_db, embedder, progress, options)
     return head_db

@@ -63,6 +63,7 @@ from pr_context.git import (
     open_repository,
     read_file_at,
 )
+from pr_context.graph import store_graph
 from pr_context.index.build import NO_MODEL, IndexOptions, build_index
 from pr_context.index.schema import SCHEMA_VERSION
 from pr_context.models import Sha
@@ -423,6 +424,7 @@ def _on_push(event: PushEvent, settings: ActionSettings, env: ActionEnv,
     options = IndexOptions(config_text=_config_at(repo, Sha(event.sha), settings.config))
     result = build_index(repo, event.sha, settings.db, options,
                          _embedder(settings, progress), progress)
+    store_graph(settings.db)  # the pull requests' reviews read the base's graph
     how = "updated incrementally" if result.incremental else "built"
     record.outcome = f"indexed {event.sha}"
     append_summary(env.step_summary,

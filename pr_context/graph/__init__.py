@@ -1,6 +1,7 @@
 """Callers through the symbol graph: references resolved to definitions.
 
-Built once per index by :func:`load_graph`; :func:`callers_of` then answers per symbol.
+Built once per index by :func:`load_graph` (read back from the index when
+:func:`store_graph` kept it there); :func:`callers_of` then answers per symbol.
 A caller is ``graph`` when its reference resolves to the definition through imports
 (absolute, relative, aliased, ``*``, re-exports in ``__init__.py``, ``index.ts`` barrels
 and Rust ``pub use``), enclosing scopes (a Python class body included), the same module or
@@ -14,11 +15,12 @@ constructor). A Python function named as a value (passed, assigned, returned, a
 decorator's object) is a reference too. A caller is ``lexical`` when only its name
 matches: a method called on a receiver of unknown class, a bare name nothing binds, or
 ``self.m()`` in a base class that may dispatch to an override. Nothing here reads files
-or the index except :func:`load_graph`.
+or the index except :func:`load_graph` and :func:`store_graph`.
 """
 
 from __future__ import annotations
 
-from pr_context.graph.callers import Caller, SymbolGraph, build_graph, callers_of, load_graph
+from pr_context.graph.callers import Caller, SymbolGraph, build_graph, callers_of
+from pr_context.graph.stored import load_graph, store_graph
 
-__all__ = ["Caller", "SymbolGraph", "build_graph", "callers_of", "load_graph"]
+__all__ = ["Caller", "SymbolGraph", "build_graph", "callers_of", "load_graph", "store_graph"]

@@ -12,13 +12,12 @@ from typing import Literal, TypeVar
 from pr_context.graph.module_getattr import is_module_getattr, served_by, served_reads
 from pr_context.graph.names import class_bases, imported_targets, mro, resolve_dotted
 from pr_context.graph.resolve import resolve_site
-from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables, read_tables
+from pr_context.graph.tables import CLASS_KINDS, Def, Site, Tables
 from pr_context.graph.types import bind_types
-from pr_context.index.store import IndexStore
 
 __all__ = [
     "BUILTIN_METHOD_NAMES", "DYNAMIC_CONFIDENCE", "Caller", "SymbolGraph", "build_graph",
-    "callers_of", "can_name", "is_accessor_decorator", "load_graph",
+    "callers_of", "can_name", "edge", "graph_names", "is_accessor_decorator", "load_graph",
 ]
 
 # Confidence scale, 0..1: how sure we are that the site can call the definition.
@@ -79,7 +78,8 @@ class _Edge:
 
 @dataclass(frozen=True)
 class SymbolGraph:
-    """Every call site of an index, resolved once; built by :func:`load_graph`."""
+    """Every call site of an index, resolved once; made by :func:`build_graph` (or read
+    back by :func:`pr_context.graph.stored.load_graph`)."""
 
     tables: Tables
     edges: Mapping[str, tuple[_Edge, ...]]  # definition -> sites resolved to it
@@ -89,11 +89,6 @@ class SymbolGraph:
     # path -> what its imports can name (graph.names.imported_targets) and the bases of
     # the classes among them, filled on use
     visible: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
-
-
-def load_graph(store: IndexStore) -> SymbolGraph:
-    """Read ``store``'s definitions, imports and references and resolve every call site."""
-    return build_graph(read_tables(store))
 
 
 def build_graph(tables: Tables) -> SymbolGraph:
@@ -113,7 +108,17 @@ def build_graph(tables: Tables) -> SymbolGraph:
         elif found.state == "unbound" and site.kind in _CANDIDATE_KINDS:
             unbound[site.name].append(site)
     return SymbolGraph(tables, _freeze(edges), _freeze(dynamic), _freeze(unbound),
-                       _freeze(_by_name(tables)))
+                       graph_names(tables))
+
+
+def edge(site: Site, reason: str, self_class: str | None) -> _Edge:
+    """A site resolved to a definition (for graphs read back by graph.stored)."""
+    return _Edge(site, reason, self_class)
+
+
+def graph_names(tables: Tables) -> dict[str, tuple[str, ...]]:
+    """name -> the definitions of ``tables`` with that name (:attr:`SymbolGraph.names`)."""
+    return _freeze(_by_name(tables))
 
 
 def callers_of(graph: SymbolGraph, qualified_name: str) -> list[Caller]:

@@ -80,12 +80,41 @@ CREATE TABLE syntax_uses (
 );
 """
 
+# The symbol graph built from the index (pr_context/graph/stored.py): what binding types
+# and resolving every site add to the rows above, so a process reads it instead of
+# building it. ``graph_marks`` says what content and code it was made from.
+_M006_GRAPH = """
+CREATE TABLE graph_marks (inputs VARCHAR NOT NULL);
+CREATE TABLE graph_sites (
+    site INTEGER NOT NULL, state VARCHAR NOT NULL, target VARCHAR, reason VARCHAR NOT NULL,
+    self_class VARCHAR
+);
+CREATE TABLE graph_bindings (
+    mapping VARCHAR NOT NULL, ordinal INTEGER NOT NULL, scope VARCHAR NOT NULL,
+    name VARCHAR NOT NULL, line INTEGER NOT NULL, cls VARCHAR, how VARCHAR NOT NULL,
+    iterable BOOLEAN NOT NULL
+);
+CREATE TABLE graph_returns (
+    ordinal INTEGER NOT NULL, function VARCHAR NOT NULL, line INTEGER NOT NULL,
+    value VARCHAR NOT NULL
+);
+CREATE TABLE graph_names (
+    mapping VARCHAR NOT NULL, ordinal INTEGER NOT NULL, owner VARCHAR NOT NULL,
+    name VARCHAR, target VARCHAR
+);
+CREATE TABLE graph_memo (
+    ordinal INTEGER NOT NULL, function VARCHAR NOT NULL, owner VARCHAR, kind VARCHAR,
+    target VARCHAR, how VARCHAR, bound VARCHAR
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_create_tables", _M001_CREATE_TABLES),
     ("m002_file_digests", _M002_FILE_DIGESTS),
     ("m003_chunk_lexicon", _M003_CHUNK_LEXICON),
     ("m004_messages", _M004_MESSAGES),
     ("m005_syntax_uses", _M005_SYNTAX_USES),
+    ("m006_graph", _M006_GRAPH),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -98,10 +127,13 @@ ARROW_TYPES: dict[str, pa.DataType] = {
                      "docstring", "enclosing", "key", "kind", "language", "module", "name",
                      "operand", "parent", "path", "path_a", "path_b", "qualified_name",
                      "receiver", "role", "signature", "skip_reason", "status", "symbol",
-                     "syntax", "template", "text", "text_hash", "value"), _TEXT),
+                     "syntax", "template", "text", "text_hash", "value", "inputs", "state",
+                     "target", "reason", "self_class", "mapping", "scope", "cls", "how",
+                     "function", "owner", "bound"), _TEXT),
     **dict.fromkeys(("col", "commits", "end_line", "level", "line", "ordinal", "size",
-                     "start_line", "syntax_errors"), _NUMBER),
+                     "start_line", "syntax_errors", "site"), _NUMBER),
     "decode_errors": pa.bool_(),
+    "iterable": pa.bool_(),
     "parameters": pa.list_(_TEXT),
     "terms": pa.list_(_TEXT),
     "term_counts": pa.list_(pa.int32()),

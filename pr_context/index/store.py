@@ -31,8 +31,8 @@ from pr_context.index.schema import (
     embeddings_table_sql,
 )
 
-__all__ = ["DATA_TABLES", "DERIVED_TABLES", "PATH_TABLES", "EarlyConnection", "IndexStore",
-           "Manifest", "TableRows", "arrow_table"]
+__all__ = ["DATA_TABLES", "DERIVED_TABLES", "GRAPH_TABLES", "PATH_TABLES", "EarlyConnection",
+           "IndexStore", "Manifest", "TableRows", "arrow_table"]
 
 # Tables holding per-file rows, with the columns that order them deterministically.
 DATA_TABLES: dict[str, str] = {
@@ -49,7 +49,11 @@ DATA_TABLES: dict[str, str] = {
 PATH_TABLES = (*DATA_TABLES, "file_digests")
 # Tables computed from the whole index (and the history) once its paths are in: a shard
 # leaves them empty, and the build and the merge of shards both recompute them.
-DERIVED_TABLES = ("cochange",)
+# The symbol graph (pr_context/graph/stored.py), stored by the graph stage: a build that
+# replaces paths empties them, and nothing else here writes them.
+GRAPH_TABLES = ("graph_marks", "graph_sites", "graph_bindings", "graph_returns", "graph_names",
+                "graph_memo")
+DERIVED_TABLES = ("cochange", *GRAPH_TABLES)
 
 # DuckDB's buffer cache otherwise grows towards 80 % of RAM; the index's queries are
 # scans and point lookups that need far less, and a CI runner shares its memory with the
@@ -177,15 +181,16 @@ class IndexStore:
         return cls(path, con, manifest, has_vectors_table="embeddings" in tables)
 
     @classmethod
-    def open_existing(cls, path: Path) -> IndexStore:
-        """Open a built index read-only, as it is: for searching, never for repair.
+    def open_existing(cls, path: Path, writable: bool = False) -> IndexStore:
+        """Open a built index as it is: for searching (read-only unless ``writable``, for
+        storing what is derived from it), never for repair.
 
         :raises IndexFileError: the file is missing, unreadable or not a complete index.
         """
         if not path.is_file():
             raise IndexFileError(f"no index at {path}: build it with `pr-context index`")
         try:
-            con = duckdb.connect(str(path), read_only=True, config=_DUCKDB_CONFIG)
+            con = duckdb.connect(str(path), read_only=not writable, config=_DUCKDB_CONFIG)
             manifest = _read_manifest(con, _table_names(con))
         except duckdb.Error as exc:
             raise IndexFileError(f"cannot read index {path}: {_first_line(exc)}") from exc
@@ -359,6 +364,9 @@ class IndexStore:
         with self._transaction():
             self._con.execute("UPDATE manifest SET value = '' "
                               "WHERE key IN ('revision', 'build_id', 'built_at')")
+            if removed or any(arrow.num_rows for arrow in rows.values()):
+                for table in GRAPH_TABLES:  # the graph of other content
+                    self._con.execute(f"DELETE FROM {table}")
             if removed:
                 self._delete_paths(removed)
             for table, arrow in rows.items():
@@ -478,6 +486,13 @@ class IndexStore:
                 "commits": [n for _, n in ordered],
             })
 
+    def replace_graph(self, rows: Mapping[str, TableRows]) -> None:
+        """In one transaction: every ``GRAPH_TABLES`` table holds ``rows`` alone."""
+        with self._transaction():
+            for table in GRAPH_TABLES:
+                self._con.execute(f"DELETE FROM {table}")
+                self._insert(table, rows.get(table, {}))
+
     def write_manifest(self, manifest: Manifest) -> None:
         with self._transaction():
             self._con.execute("DELETE FROM manifest")
@@ -485,6 +500,10 @@ class IndexStore:
         self.manifest = manifest
 
     # -- digest ------------------------------------------------------------------
+
+    def paths_digest(self) -> str:
+        """A hash of every path's rows (``file_digests``): what is derived from the files."""
+        return self._table_digest("file_digests", "path")
 
     def digest(self) -> str:
         """A stable hash of the index content: no build ids, timestamps or float noise.
