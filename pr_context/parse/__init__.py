@@ -8,6 +8,7 @@ chunks carrying an explicit deprecation marker get the ``deprecated`` role.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 from pr_context.languages import CODE_LANGUAGES
 from pr_context.models import Chunk, ParsedFile, Role
@@ -23,10 +24,16 @@ __all__ = ["PARSER_VERSION", "parse_file"]
 # lands in the index: indexes built by another parser version are rebuilt, not mixed.
 PARSER_VERSION = "14"
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor"})
+PARSED_FILES = 64  # files whose parse is remembered: more than a pull request changes
 
 
+@lru_cache(maxsize=PARSED_FILES)
 def parse_file(path: str, text: str, language: str, role: Role) -> ParsedFile:
-    """Parse one decoded file. Never raises on malformed input."""
+    """Parse one decoded file. Never raises on malformed input.
+
+    Remembered by its arguments (the result is immutable): a review parses the head's
+    changed files to index them, then again to find the changed symbols.
+    """
     if language in CODE_LANGUAGES:
         parsed = parse_code(path, text, language, role)
     elif language == "markdown":
