@@ -40,7 +40,7 @@ from pr_context.git import (
 )
 from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph, store_graph
 from pr_context.graph.readers import readers_of
-from pr_context.graph.tables import CLASS_KINDS
+from pr_context.graph.tables import CLASS_KINDS, GraphRows, read_rows
 from pr_context.index.build import IndexOptions, IndexResult, build_index
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.links import (
@@ -232,12 +232,15 @@ def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
                 sources: _Sources, timer: _Timer) -> _Analysis:
     """Load both indexes, then every symbol's evidence and the test selection."""
     with timer.stage("load"):
-        head_side, manifest = _load_side(head_db, sources)
+        # The head's graph rows are the base's but for the files the PR changed.
+        base_rows = _graph_rows(db)
+        head_side, manifest = _load_side(head_db, sources, base_rows)
         roles = {**_file_roles(db), **_file_roles(head_db)}
     excluded = sorted(p for p in pr_diff.paths if roles.get(p) in _EXCLUDED_ROLES)
     wanted = [s for s in changes.symbols if s.path not in excluded]
     with timer.stage("load_base"):
-        base_side = _load_side(db, sources)[0] if any(map(_needs_base, wanted)) else None
+        base_side = (_load_side(db, sources, base_rows, own=True)[0]
+                     if any(map(_needs_base, wanted)) else None)
     with timer.stage("coverage"):
         coverage, problem = _coverage(repo, options, base, db, wanted, roles, sources)
     with timer.stage("analyse"):
@@ -334,8 +337,10 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     analysed = changed or chosen
     pr_diff = _pr_diff(repo, base, head)
     with _Sources(repo) as sources:
-        head_side, _ = _load_side(head_db, sources)
-        base_side = _load_side(db, sources)[0] if _needs_base(analysed) else None
+        base_rows = _graph_rows(db)
+        head_side, _ = _load_side(head_db, sources, base_rows)
+        base_side = (_load_side(db, sources, base_rows, own=True)[0]
+                     if _needs_base(analysed) else None)
         reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff,
                                      options.budget_s, sources, None)
     report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
@@ -422,18 +427,28 @@ def _build_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
     return build_index(repo, head, head_db, options.index_options, embedder, progress)
 
 
-def _load_side(db: Path, sources: _Sources) -> tuple[IndexSide, Manifest]:
+def _graph_rows(db: Path) -> GraphRows:
     with IndexStore.open_existing(db) as store:
-        side = load_side(store, text=sources.text)
+        return read_rows(store)
+
+
+def _load_side(db: Path, sources: _Sources, rows: GraphRows,
+               own: bool = False) -> tuple[IndexSide, Manifest]:
+    """The side of the index at ``db``, whose graph rows are ``rows`` (``own``) or,
+    for those of its files that differ, read over them."""
+    with IndexStore.open_existing(db) as store:
+        side = load_side(store, text=sources.text,
+                         rows=rows if own else read_rows(store, over=rows))
         assert store.manifest is not None
         return side, store.manifest
 
 
 def load_side(store: IndexStore, corpus: SearchCorpus | None = None,
-              text: Callable[[str, str], str | None] | None = None) -> IndexSide:
+              text: Callable[[str, str], str | None] | None = None,
+              rows: GraphRows | None = None) -> IndexSide:
     """Everything the analysis reads from ``store``; ``corpus`` when already loaded;
     ``text(sha, path)`` a file's text, for the walk to the tests to follow module-level
-    variables (None: it does not)."""
+    variables (None: it does not); ``rows``, its graph rows when already read."""
     assert store.manifest is not None
     with collector_paused():  # millions of objects, that live as long as the side
         spans: dict[str, tuple[int, int]] = {}
@@ -441,7 +456,7 @@ def load_side(store: IndexStore, corpus: SearchCorpus | None = None,
                 "SELECT qualified_name, start_line, end_line FROM definitions "
                 "ORDER BY path, ordinal"):
             spans.setdefault(name, (start, end))
-        graph, links = load_graph(store), load_link_index(store)
+        graph, links = load_graph(store, rows), load_link_index(store)
         sha = store.manifest.revision
         reader = (lambda path: text(sha, path)) if text is not None else None
         return IndexSide(sha, graph, links, corpus or load_corpus(store), spans,

@@ -10,7 +10,7 @@ import pytest
 
 from pr_context.git import open_repository
 from pr_context.graph import SymbolGraph, build_graph, load_graph, store_graph
-from pr_context.graph.tables import read_tables
+from pr_context.graph.tables import read_rows, read_tables
 from pr_context.index.build import IndexOptions, build_index
 from pr_context.index.store import GRAPH_TABLES, IndexStore
 from pr_context.progress import SilentProgress
@@ -121,3 +121,25 @@ def test_facts_made_from_other_content_are_not_read(
     assert_same(loaded, built)
     assert store_graph(db)  # made again
     assert_same(*graphs_of(db))
+
+
+def test_rows_read_over_another_index_are_the_rows_read_whole(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    """A head index's graph rows read over its base's (only files whose digest differs)."""
+    repo = make_repo({**test_graph.PY_FILES, **test_graph.TS_FILES})
+    base_db, head_db = tmp_path / "base.duckdb", tmp_path / "head.duckdb"
+    indexed(repo, base_db)
+    paths = sorted(test_graph.PY_FILES)
+    repo.write(paths[0], test_graph.PY_FILES[paths[0]] + "\n\ndef more():\n    return 1\n")
+    repo.remove(paths[1])
+    repo.rename(paths[2], "moved/" + paths[2])
+    repo.write("app/new.py", "from app.models import User\n\n\ndef f():\n"
+                             "    return User().save()\n")
+    repo.commit("change")
+    indexed(repo, head_db)
+    with IndexStore.open_existing(base_db) as store:
+        base = read_rows(store)
+    with IndexStore.open_existing(head_db) as store:
+        whole, over = read_rows(store), read_rows(store, over=base)
+    assert over == whole
+    assert over.tables() == whole.tables()

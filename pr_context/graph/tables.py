@@ -19,7 +19,8 @@ from pr_context.models import Import, SyntaxUse
 from pr_context.parse.code_paths import module_path
 
 __all__ = [
-    "CLASS_KINDS", "Assignment", "Def", "Site", "Tables", "read_tables", "tables_from_rows",
+    "CLASS_KINDS", "Assignment", "Def", "GraphRows", "Site", "Tables", "read_rows", "read_tables",
+    "tables_from_rows",
 ]
 
 # Definition kinds that own methods and can have bases.
@@ -121,29 +122,80 @@ class Assignment:
     iterable: bool = False
 
 
+@dataclass(frozen=True)
+class GraphRows:
+    """The rows of an index that :func:`tables_from_rows` makes tables of, each kind in
+    the order of its query (by path, then ordinal), with the index's per-file digests."""
+
+    digests: Mapping[str, str]  # path -> digest of all its rows (file_digests)
+    files: Rows
+    defs: Rows
+    imports: Rows
+    sites: Rows
+    chunks: Rows
+    headers: Rows
+    syntax: Rows
+
+    def tables(self) -> Tables:
+        return tables_from_rows(self.files, self.defs, self.imports, self.sites,
+                                self.chunks, self.headers, self.syntax)
+
+
+# The queries of GraphRows, in field order; {where} narrows them to some paths.
+_KINDS = ", ".join(f"'{kind}'" for kind in _SITE_KINDS)
+_CHUNK_KINDS = ", ".join(f"'{kind}'" for kind in _SOURCE_CHUNKS)
+_QUERIES = (
+    "SELECT path, language FROM files WHERE language IS NOT NULL AND status = 'indexed' "
+    "{where} ORDER BY path",
+    "SELECT path, name, qualified_name, kind, signature, parent, start_line, end_line "
+    "FROM definitions WHERE true {where} ORDER BY path, ordinal",
+    "SELECT path, module, name, alias, level, line FROM imports WHERE true {where} "
+    "ORDER BY path, ordinal",
+    "SELECT path, name, kind, receiver, line, col, enclosing FROM refs "
+    f"WHERE kind IN ({_KINDS}) {{where}} ORDER BY path, ordinal",
+    "SELECT c.path, c.start_line, c.end_line, c.text, c.symbol FROM chunks c JOIN files f "
+    f"ON f.path = c.path WHERE f.language IN ({_LINE_LANGUAGES}) AND c.kind IN "
+    f"({_CHUNK_KINDS}) {{where}} ORDER BY c.path, c.ordinal",
+    "SELECT c.symbol, c.text, f.language, c.path, c.start_line, c.end_line FROM chunks c "
+    f"JOIN files f ON f.path = c.path WHERE f.language IN ({_LINE_LANGUAGES}) "
+    "AND c.kind = 'class_header' {where} ORDER BY c.path, c.ordinal",
+    "SELECT path, line, col, operand, names, syntax, callee FROM syntax_uses WHERE true "
+    "{where} ORDER BY path, ordinal",
+)
+# Where each kind of row holds its path (headers lead with the class).
+_PATH_COLUMNS = (0, 0, 0, 0, 0, 3, 0)
+
+
 def read_tables(store: IndexStore) -> Tables:
     """Read the rows of ``store`` that name, import or call definitions."""
-    files = store.query("SELECT path, language FROM files WHERE language IS NOT NULL "
-                        "AND status = 'indexed' ORDER BY path")
-    defs = store.query("SELECT path, name, qualified_name, kind, signature, parent, "
-                       "start_line, end_line FROM definitions ORDER BY path, ordinal")
-    imports = store.query("SELECT path, module, name, alias, level, line FROM imports "
-                          "ORDER BY path, ordinal")
-    kinds = ", ".join(f"'{kind}'" for kind in _SITE_KINDS)
-    sites = store.query("SELECT path, name, kind, receiver, line, col, enclosing FROM refs "
-                        f"WHERE kind IN ({kinds}) ORDER BY path, ordinal")
-    chunk_kinds = ", ".join(f"'{kind}'" for kind in _SOURCE_CHUNKS)
-    chunks = store.query("SELECT c.path, c.start_line, c.end_line, c.text, c.symbol "
-                         "FROM chunks c JOIN files f ON f.path = c.path WHERE f.language IN "
-                         f"({_LINE_LANGUAGES}) AND c.kind IN ({chunk_kinds}) "
-                         "ORDER BY c.path, c.ordinal")
-    headers = store.query("SELECT c.symbol, c.text, f.language, c.path, c.start_line, "
-                          "c.end_line FROM chunks c JOIN files f ON f.path = c.path "
-                          f"WHERE f.language IN ({_LINE_LANGUAGES}) "
-                          "AND c.kind = 'class_header' ORDER BY c.path, c.ordinal")
-    syntax = store.query("SELECT path, line, col, operand, names, syntax, callee "
-                         "FROM syntax_uses ORDER BY path, ordinal")
-    return tables_from_rows(files, defs, imports, sites, chunks, headers, syntax)
+    return read_rows(store).tables()
+
+
+def read_rows(store: IndexStore, over: GraphRows | None = None) -> GraphRows:
+    """The rows :func:`read_tables` reads from ``store``; given ``over``, the rows of
+    another index (a pull request's base), only the paths whose rows differ are read
+    and the rest are taken from ``over``: the same rows, in the same order."""
+    digests = dict(store.query("SELECT path, digest FROM file_digests"))
+    if over is None:
+        return GraphRows(digests, *(store.query(q.format(where="")) for q in _QUERIES))
+    changed = sorted(p for p in {*digests, *over.digests}
+                     if digests.get(p) != over.digests.get(p))
+    fresh = (store.query(q.format(where=f"AND {'c.' if 'c.path' in q else ''}path IN "
+                                        "(SELECT unnest(?::VARCHAR[]))"), [changed])
+             for q in _QUERIES)
+    kept = [over.files, over.defs, over.imports, over.sites, over.chunks, over.headers,
+            over.syntax]
+    return GraphRows(digests, *(_patched(rows, new, frozenset(changed), column)
+                                for rows, new, column in zip(kept, fresh, _PATH_COLUMNS,
+                                                             strict=True)))
+
+
+def _patched(rows: Rows, new: Rows, paths: frozenset[str], column: int) -> Rows:
+    """``rows`` with the rows of ``paths`` replaced by ``new``, in path order (the sort is
+    stable: each path's rows keep their order)."""
+    merged = [row for row in rows if row[column] not in paths] + list(new)
+    merged.sort(key=lambda row: row[column])
+    return merged
 
 
 def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
