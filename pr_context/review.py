@@ -69,6 +69,7 @@ from pr_context.report import (
     evidence_json,
 )
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
+from pr_context.retrieve.splice import overlaid_corpus
 from pr_context.review_tests import coverage_key, measure_changes, module_changes
 from pr_context.secrets import redact_secrets
 from pr_context.signatures import call_arguments, python_call_break
@@ -188,7 +189,7 @@ def _review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     base, head = resolve_revision(repo, base_rev), resolve_revision(repo, head_rev)
     with timer.stage("index_base"):
         base_result = build_index(repo, base, db, options.index_options, embedder, progress)
-        store_graph(db)  # kept for the next review of this base (read by _load_side)
+        store_graph(db)  # kept for the next review of this base (read by _load_base)
     head_db = out_dir / HEAD_INDEX_NAME
     with timer.stage("index_head"):
         head_result = _build_overlay(repo, head, db, head_db, embedder, progress, options)
@@ -232,15 +233,17 @@ def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
                 sources: _Sources, timer: _Timer) -> _Analysis:
     """Load both indexes, then every symbol's evidence and the test selection."""
     with timer.stage("load"):
-        # The head's graph rows are the base's but for the files the PR changed.
-        base_rows = _graph_rows(db)
-        head_side, manifest = _load_side(head_db, sources, base_rows)
         roles = {**_file_roles(db), **_file_roles(head_db)}
-    excluded = sorted(p for p in pr_diff.paths if roles.get(p) in _EXCLUDED_ROLES)
-    wanted = [s for s in changes.symbols if s.path not in excluded]
+        excluded = sorted(p for p in pr_diff.paths if roles.get(p) in _EXCLUDED_ROLES)
+        wanted = [s for s in changes.symbols if s.path not in excluded]
+        needs_base = any(map(_needs_base, wanted))
+        # The head's graph rows and corpus are the base's but for the files the PR
+        # changed: read from the base once, and for those files from the head.
+        base_rows, base_corpus = _base_reads(db, needs_base)
+        head_side, manifest = _load_head(head_db, sources, base_rows, base_corpus)
     with timer.stage("load_base"):
-        base_side = (_load_side(db, sources, base_rows, own=True)[0]
-                     if any(map(_needs_base, wanted)) else None)
+        base_side = (_load_base(db, sources, base_rows, base_corpus) if needs_base
+                     else None)
     with timer.stage("coverage"):
         coverage, problem = _coverage(repo, options, base, db, wanted, roles, sources)
     with timer.stage("analyse"):
@@ -337,10 +340,10 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     analysed = changed or chosen
     pr_diff = _pr_diff(repo, base, head)
     with _Sources(repo) as sources:
-        base_rows = _graph_rows(db)
-        head_side, _ = _load_side(head_db, sources, base_rows)
-        base_side = (_load_side(db, sources, base_rows, own=True)[0]
-                     if _needs_base(analysed) else None)
+        base_rows, _ = _base_reads(db, False)
+        head_side, _ = _load_head(head_db, sources, base_rows, None)
+        base_side = (_load_base(db, sources, base_rows, None) if _needs_base(analysed)
+                     else None)
         reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff,
                                      options.budget_s, sources, None)
     report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
@@ -427,20 +430,41 @@ def _build_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
     return build_index(repo, head, head_db, options.index_options, embedder, progress)
 
 
-def _graph_rows(db: Path) -> GraphRows:
-    with IndexStore.open_existing(db) as store:
-        return read_rows(store)
+def _base_reads(db: Path, corpus: bool) -> tuple[GraphRows, SearchCorpus | None]:
+    """The base index's graph rows, and its corpus when ``corpus``."""
+    with IndexStore.open_existing(db) as store, collector_paused():
+        return read_rows(store), load_corpus(store) if corpus else None
 
 
-def _load_side(db: Path, sources: _Sources, rows: GraphRows,
-               own: bool = False) -> tuple[IndexSide, Manifest]:
-    """The side of the index at ``db``, whose graph rows are ``rows`` (``own``) or,
-    for those of its files that differ, read over them."""
+def _load_base(db: Path, sources: _Sources, rows: GraphRows,
+               corpus: SearchCorpus | None) -> IndexSide:
+    """The base side, whose graph rows (and corpus, when not None) are already read."""
     with IndexStore.open_existing(db) as store:
-        side = load_side(store, text=sources.text,
-                         rows=rows if own else read_rows(store, over=rows))
+        return load_side(store, corpus, sources.text, rows)
+
+
+def _load_head(db: Path, sources: _Sources, base_rows: GraphRows,
+               base_corpus: SearchCorpus | None) -> tuple[IndexSide, Manifest]:
+    """The head side: its graph rows read over the base's, and its corpus spliced into
+    the base's (when loaded) from the files whose rows differ; the head's manifest."""
+    with IndexStore.open_existing(db) as store, collector_paused():
         assert store.manifest is not None
-        return side, store.manifest
+        rows = read_rows(store, over=base_rows)
+        corpus = (_spliced_corpus(store, base_corpus, rows.differing(base_rows))
+                  if base_corpus is not None else None)
+        return load_side(store, corpus, sources.text, rows), store.manifest
+
+
+def _spliced_corpus(store: IndexStore, base: SearchCorpus,
+                    paths: frozenset[str]) -> SearchCorpus:
+    """``store``'s corpus: ``base`` with the chunks of ``paths`` read from ``store``
+    (``retrieve.splice``: what ``load_corpus`` gives, at the cost of those files)."""
+    with IndexStore.of_rows(store.path, store.path_rows(paths), None,
+                            store.manifest) as part:
+        corpus = overlaid_corpus(base, paths, load_corpus(part))
+    assert store.manifest is not None
+    corpus.manifest = store.manifest
+    return corpus
 
 
 def load_side(store: IndexStore, corpus: SearchCorpus | None = None,

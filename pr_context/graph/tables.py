@@ -140,6 +140,11 @@ class GraphRows:
         return tables_from_rows(self.files, self.defs, self.imports, self.sites,
                                 self.chunks, self.headers, self.syntax)
 
+    def differing(self, other: GraphRows) -> frozenset[str]:
+        """The paths whose rows differ here and in ``other`` (either may lack them)."""
+        return frozenset(p for p in {*self.digests, *other.digests}
+                         if self.digests.get(p) != other.digests.get(p))
+
 
 # The queries of GraphRows, in field order; {where} narrows them to some paths.
 _KINDS = ", ".join(f"'{kind}'" for kind in _SITE_KINDS)
@@ -178,8 +183,7 @@ def read_rows(store: IndexStore, over: GraphRows | None = None) -> GraphRows:
     digests = dict(store.query("SELECT path, digest FROM file_digests"))
     if over is None:
         return GraphRows(digests, *(store.query(q.format(where="")) for q in _QUERIES))
-    changed = sorted(p for p in {*digests, *over.digests}
-                     if digests.get(p) != over.digests.get(p))
+    changed = sorted(GraphRows(digests, *[()] * 7).differing(over))
     fresh = (store.query(q.format(where=f"AND {'c.' if 'c.path' in q else ''}path IN "
                                         "(SELECT unnest(?::VARCHAR[]))"), [changed])
              for q in _QUERIES)

@@ -350,6 +350,20 @@ class IndexStore:
         except duckdb.Error as exc:
             raise IndexFileError(f"query on {self.path} failed: {exc}") from exc
 
+    def path_rows(self, paths: Iterable[str]) -> dict[str, pa.Table]:
+        """Every row of ``paths`` in each of ``PATH_TABLES``, per table (as
+        ``Rows.tables``, for ``of_rows``)."""
+        wanted = pa.table({"path": sorted(set(paths))}, schema=pa.schema([("path", pa.string())]))
+        try:
+            self._con.register("wanted_paths", wanted)
+            found = {table: self._con.sql(
+                f"SELECT * FROM {table} WHERE path IN (SELECT path FROM wanted_paths)"
+            ).to_arrow_table() for table in PATH_TABLES}
+            self._con.unregister("wanted_paths")
+        except duckdb.Error as exc:
+            raise IndexFileError(f"query on {self.path} failed: {exc}") from exc
+        return found
+
     # -- writing -----------------------------------------------------------------
 
     def replace_paths(self, removed: Iterable[str], rows: dict[str, pa.Table]) -> None:
