@@ -22,6 +22,7 @@ they are live code, because a reviewer rarely wants them ranked above the implem
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from pr_context.models import Role
@@ -149,6 +150,7 @@ def chunk_role(file_role: Role, chunk_text: str) -> Role:
     return file_role
 
 
+@lru_cache(maxsize=4_096)  # asked for every doc mention, by every changed symbol
 def is_history(path: str) -> bool:
     """A changelog or release notes (docs role): a record of the past, not a description
     of what the code does now."""

@@ -131,10 +131,21 @@ class LinkIndex:
     # path -> (line, module) of its module directives (``currentmodule``), in line order
     module_directives: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
     code_modules: frozenset[str] = frozenset()  # dotted modules of the indexed code files
+    # doc_refs with the sections holding them, made on first use (ref_sections)
+    _ref_sections: list[tuple[DocRef, Section | None]] = field(
+        default_factory=list, compare=False, repr=False)
 
     def section_at(self, path: str, line: int) -> Section | None:
         """The section of ``path`` holding ``line``."""
         return _section_in(self.sections.get(path, ()), line)
+
+    def ref_sections(self) -> list[tuple[DocRef, Section | None]]:
+        """Each of ``doc_refs`` with the section holding it, found once: every changed
+        symbol's search for stale docs goes through them all."""
+        if not self._ref_sections and self.doc_refs:
+            self._ref_sections.extend((ref, self.section_at(ref.path, ref.line))
+                                      for ref in self.doc_refs)
+        return self._ref_sections
 
     def current_module(self, path: str, line: int) -> str | None:
         """The module the last module directive of ``path`` above ``line`` names."""

@@ -189,11 +189,8 @@ def _section_findings(change: ChangedSymbol, targets: list[Target],
                       docs: LinkIndex) -> Iterator[_Finding]:
     seen: set[tuple[str, int, str]] = set()
     pages: dict[str, dict[str, bool]] = defaultdict(dict)  # target -> path -> named
-    for ref in docs.doc_refs:
-        if docs.roles.get(ref.path) in _NOT_DOCS or is_history(ref.path):
-            continue
-        section = docs.section_at(ref.path, ref.line)
-        if section is None:
+    for ref, section in docs.ref_sections():
+        if section is None or docs.roles.get(ref.path) in _NOT_DOCS or is_history(ref.path):
             continue
         for target in targets:
             how = ref_names(ref, section, target, docs, pages[target.qualified_name])
