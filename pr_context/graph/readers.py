@@ -62,8 +62,7 @@ def _files_naming(tables: Tables, module: str, name: str) -> dict[str, _Spelling
         if tables.file_language.get(path) != "python" or path in files:
             continue
         bare, receivers, lines = set(), set(), []
-        for imp in imports:
-            source = absolute_module(path, imp.module, imp.level, "python")
+        for imp, source in zip(imports, _sources(tables, path), strict=True):
             if imp.name == name and source == module:
                 bare.add(imp.alias or name)
             elif imp.name is None and source == module:
@@ -77,6 +76,16 @@ def _files_naming(tables: Tables, module: str, name: str) -> dict[str, _Spelling
             files[path] = _Spellings(frozenset(bare), frozenset(receivers),
                                      f"imported from {module} (line {min(lines)})")
     return files
+
+
+def _sources(tables: Tables, path: str) -> tuple[str, ...]:
+    """The absolute module of each import of ``path``, worked out once per tables: every
+    variable's readers go through every file's imports."""
+    if path not in tables.import_sources:
+        tables.import_sources[path] = tuple(
+            absolute_module(path, imp.module, imp.level, "python")
+            for imp in tables.imports.get(path, ()))
+    return tables.import_sources[path]
 
 
 def _reads(tree: ast.Module, path: str, module: str, name: str,

@@ -109,6 +109,8 @@ class Tables:
     # (path, name) -> what imports and module scope bind it to: a memo for graph.names,
     # filled as names are looked up (the same few names are looked up thousands of times)
     file_bindings: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False)
+    # path -> the absolute module of each of its imports (graph.readers), filled on use
+    import_sources: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
