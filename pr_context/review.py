@@ -461,7 +461,7 @@ def _spliced_corpus(store: IndexStore, base: SearchCorpus,
     (``retrieve.splice``: what ``load_corpus`` gives, at the cost of those files)."""
     with IndexStore.of_rows(store.path, store.path_rows(paths), None,
                             store.manifest) as part:
-        corpus = overlaid_corpus(base, paths, load_corpus(part))
+        corpus = overlaid_corpus(base, paths, load_corpus(part), search=False)
     assert store.manifest is not None
     corpus.manifest = store.manifest
     return corpus

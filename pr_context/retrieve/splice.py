@@ -74,9 +74,14 @@ class Splice:
 
 
 def overlaid_corpus(base: SearchCorpus, hidden: frozenset[str],
-                    part: SearchCorpus) -> SearchCorpus:
+                    part: SearchCorpus, search: bool = True) -> SearchCorpus:
     """``base`` with the chunks and definitions of ``hidden`` paths left out and
-    ``part``'s (whose paths must all be hidden) put in."""
+    ``part``'s (whose paths must all be hidden) put in.
+
+    With ``search``, the search structures (BM25, names' words, messages) are made now
+    from base's; without, they are made from scratch if ever asked for (a review
+    searches nothing), equal either way.
+    """
     splice = splice_of(base, hidden, part)
     assert base.chunk_uses is not None and part.chunk_uses is not None
     uses = splice.column(base.chunk_uses, part.chunk_uses)
@@ -98,7 +103,8 @@ def overlaid_corpus(base: SearchCorpus, hidden: frozenset[str],
     corpus.message_records = _messages(base, part, splice, corpus)
     corpus.message_rows = expand_messages(corpus.message_records, corpus.chunks_using)
     _anchors(corpus, base, hidden, part)
-    _reuse(corpus, base, splice, part)
+    if search:
+        _reuse(corpus, base, splice, part)
     if _same_files(base, hidden, part):
         _reuse_file_structures(corpus, base)
     return corpus
