@@ -40,7 +40,7 @@ from pr_context.git import (
 )
 from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph, store_graph
 from pr_context.graph.readers import readers_of
-from pr_context.graph.tables import CLASS_KINDS, GraphRows, read_rows
+from pr_context.graph.tables import CLASS_KINDS, GraphRows, Tables, read_rows
 from pr_context.index.build import IndexOptions, IndexResult, build_index
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.links import (
@@ -239,11 +239,10 @@ def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
         needs_base = any(map(_needs_base, wanted))
         # The head's graph rows and corpus are the base's but for the files the PR
         # changed: read from the base once, and for those files from the head.
-        base_rows, base_corpus = _base_reads(db, needs_base)
-        head_side, manifest = _load_head(head_db, sources, base_rows, base_corpus)
+        base_reads = _base_reads(db, needs_base)
+        head_side, manifest = _load_head(head_db, sources, base_reads, True)
     with timer.stage("load_base"):
-        base_side = (_load_base(db, sources, base_rows, base_corpus) if needs_base
-                     else None)
+        base_side = _load_base(db, sources, base_reads) if needs_base else None
     with timer.stage("coverage"):
         coverage, problem = _coverage(repo, options, base, db, wanted, roles, sources)
     with timer.stage("analyse"):
@@ -340,10 +339,9 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     analysed = changed or chosen
     pr_diff = _pr_diff(repo, base, head)
     with _Sources(repo) as sources:
-        base_rows, _ = _base_reads(db, False)
-        head_side, _ = _load_head(head_db, sources, base_rows, None)
-        base_side = (_load_base(db, sources, base_rows, None) if _needs_base(analysed)
-                     else None)
+        base_reads = _base_reads(db, False)
+        head_side, _ = _load_head(head_db, sources, base_reads, False)
+        base_side = _load_base(db, sources, base_reads) if _needs_base(analysed) else None
         reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff,
                                      options.budget_s, sources, None)
     report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
@@ -430,29 +428,43 @@ def _build_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
     return build_index(repo, head, head_db, options.index_options, embedder, progress)
 
 
-def _base_reads(db: Path, corpus: bool) -> tuple[GraphRows, SearchCorpus | None]:
-    """The base index's graph rows, and its corpus when ``corpus``."""
+@dataclass(frozen=True)
+class _BaseReads:
+    """What the base index gives both sides: its graph rows and their tables, and its
+    corpus when the base side is analysed."""
+
+    rows: GraphRows
+    tables: Tables
+    corpus: SearchCorpus | None
+
+
+def _base_reads(db: Path, corpus: bool) -> _BaseReads:
+    """The base index's graph rows and tables, and its corpus when ``corpus``."""
     with IndexStore.open_existing(db) as store, collector_paused():
-        return read_rows(store), load_corpus(store) if corpus else None
+        rows = read_rows(store)
+        return _BaseReads(rows, rows.tables(), load_corpus(store) if corpus else None)
 
 
-def _load_base(db: Path, sources: _Sources, rows: GraphRows,
-               corpus: SearchCorpus | None) -> IndexSide:
-    """The base side, whose graph rows (and corpus, when not None) are already read."""
+def _load_base(db: Path, sources: _Sources, base: _BaseReads) -> IndexSide:
+    """The base side, from what ``base`` already read."""
     with IndexStore.open_existing(db) as store:
-        return load_side(store, corpus, sources.text, rows)
+        return load_side(store, base.corpus, sources.text, base.tables)
 
 
-def _load_head(db: Path, sources: _Sources, base_rows: GraphRows,
-               base_corpus: SearchCorpus | None) -> tuple[IndexSide, Manifest]:
-    """The head side: its graph rows read over the base's, and its corpus spliced into
-    the base's (when loaded) from the files whose rows differ; the head's manifest."""
+def _load_head(db: Path, sources: _Sources, base: _BaseReads,
+               spliced: bool) -> tuple[IndexSide, Manifest]:
+    """The head side: its graph rows read over the base's (the sites and syntax uses of
+    the files whose rows are the base's taken from the base's tables), and, when
+    ``spliced``, its corpus spliced into the base's from the other files; the head's
+    manifest."""
     with IndexStore.open_existing(db) as store, collector_paused():
         assert store.manifest is not None
-        rows = read_rows(store, over=base_rows)
-        corpus = (_spliced_corpus(store, base_corpus, rows.differing(base_rows))
-                  if base_corpus is not None else None)
-        return load_side(store, corpus, sources.text, rows), store.manifest
+        rows = read_rows(store, over=base.rows)
+        differing = rows.differing(base.rows)
+        corpus = (_spliced_corpus(store, base.corpus, differing)
+                  if spliced and base.corpus is not None else None)
+        tables = rows.tables(same=(base.tables, differing))
+        return load_side(store, corpus, sources.text, tables), store.manifest
 
 
 def _spliced_corpus(store: IndexStore, base: SearchCorpus,
@@ -469,10 +481,10 @@ def _spliced_corpus(store: IndexStore, base: SearchCorpus,
 
 def load_side(store: IndexStore, corpus: SearchCorpus | None = None,
               text: Callable[[str, str], str | None] | None = None,
-              rows: GraphRows | None = None) -> IndexSide:
+              tables: Tables | None = None) -> IndexSide:
     """Everything the analysis reads from ``store``; ``corpus`` when already loaded;
     ``text(sha, path)`` a file's text, for the walk to the tests to follow module-level
-    variables (None: it does not); ``rows``, its graph rows when already read."""
+    variables (None: it does not); ``tables``, its graph's tables when already read."""
     assert store.manifest is not None
     with collector_paused():  # millions of objects, that live as long as the side
         spans: dict[str, tuple[int, int]] = {}
@@ -480,7 +492,7 @@ def load_side(store: IndexStore, corpus: SearchCorpus | None = None,
                 "SELECT qualified_name, start_line, end_line FROM definitions "
                 "ORDER BY path, ordinal"):
             spans.setdefault(name, (start, end))
-        graph, links = load_graph(store, rows), load_link_index(store)
+        graph, links = load_graph(store, tables), load_link_index(store)
         sha = store.manifest.revision
         reader = (lambda path: text(sha, path)) if text is not None else None
         return IndexSide(sha, graph, links, corpus or load_corpus(store), spans,

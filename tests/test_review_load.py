@@ -34,9 +34,8 @@ def test_the_head_read_over_the_base_equals_the_head_read_alone(
     shutil.copyfile(base_db, head_db)  # updated from the base, as a review does
     build_index(open_repository(repo.path), "HEAD", head_db, IndexOptions(), embedder,
                 progress)
-    base_rows, base_corpus = _base_reads(base_db, True)
     with _Sources(open_repository(repo.path)) as sources:
-        over, manifest = _load_head(head_db, sources, base_rows, base_corpus)
+        over, manifest = _load_head(head_db, sources, _base_reads(base_db, True), True)
     with IndexStore.open_existing(head_db) as store:
         alone = load_corpus(store)
         alone_side = load_side(store)
@@ -46,5 +45,5 @@ def test_the_head_read_over_the_base_equals_the_head_read_alone(
     assert fields.keys() == fresh.keys()
     for name, value in fresh.items():
         assert fields[name] == value, name
-    assert over.graph == alone_side.graph
+    assert over.graph == alone_side.graph  # its tables (sites, syntax uses) included
     assert over.spans == alone_side.spans

@@ -28,7 +28,7 @@ from typing import Any
 import pr_context
 from pr_context.graph.callers import SymbolGraph, build_graph, edge, graph_names
 from pr_context.graph.infer import Inferred
-from pr_context.graph.tables import Assignment, Def, GraphRows, Site, Tables, read_tables
+from pr_context.graph.tables import Assignment, Def, Site, Tables, read_tables
 from pr_context.index.store import IndexStore, TableRows
 
 __all__ = ["graph_rows", "load_graph", "store_graph", "stored_graph"]
@@ -52,10 +52,10 @@ def store_graph(db: Path) -> bool:
         return True
 
 
-def load_graph(store: IndexStore, rows: GraphRows | None = None) -> SymbolGraph:
-    """The graph of ``store`` (whose rows are ``rows`` when already read): its stored
-    facts when current, else built from its rows."""
-    tables = rows.tables() if rows is not None else read_tables(store)
+def load_graph(store: IndexStore, tables: Tables | None = None) -> SymbolGraph:
+    """The graph of ``store`` (whose tables are ``tables`` when already read): its
+    stored facts when current, else built from its rows."""
+    tables = tables if tables is not None else read_tables(store)
     if _stored_inputs(store) == _inputs(store):
         return stored_graph(tables, {t: store.query(_SELECT[t]) for t in _SELECT})
     return build_graph(tables)

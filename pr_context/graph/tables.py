@@ -10,6 +10,8 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from pr_context.graph import declared
@@ -138,9 +140,11 @@ class GraphRows:
     headers: Rows
     syntax: Rows
 
-    def tables(self) -> Tables:
+    def tables(self, same: tuple[Tables, frozenset[str]] | None = None) -> Tables:
+        """The tables of these rows; ``same``: (tables of other rows, the paths whose
+        rows differ there), whose sites and syntax uses of the other paths are taken."""
         return tables_from_rows(self.files, self.defs, self.imports, self.sites,
-                                self.chunks, self.headers, self.syntax)
+                                self.chunks, self.headers, self.syntax, same)
 
     def differing(self, other: GraphRows) -> frozenset[str]:
         """The paths whose rows differ here and in ``other`` (either may lack them)."""
@@ -205,10 +209,12 @@ def _patched(rows: Rows, new: Rows, paths: frozenset[str], column: int) -> Rows:
 
 
 def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
-                     chunks: Rows = (), headers: Rows = (), syntax: Rows | None = None
-                     ) -> Tables:
+                     chunks: Rows = (), headers: Rows = (), syntax: Rows | None = None,
+                     same: tuple[Tables, frozenset[str]] | None = None) -> Tables:
     """Tables from raw rows, in the column order :func:`read_tables` selects (``syntax``
-    None: made without the syntax uses)."""
+    None: made without the syntax uses). With ``same`` (tables of other rows, and the
+    paths whose rows differ there), the sites and syntax uses of every other path are
+    those tables' objects, not made again (their rows are equal)."""
     language: dict[str, str] = dict(files)
     definitions: dict[str, Def] = {}
     shadowed: list[Def] = []
@@ -226,21 +232,50 @@ def tables_from_rows(files: Rows, defs: Rows, imports: Rows, sites: Rows,
         by_path[path].append(Import(*imported))
     return Tables(definitions, {m: tuple(p) for m, p in modules.items()}, file_module,
                   language, {p: tuple(i) for p, i in by_path.items()},
-                  tuple(Site(row[0], language[row[0]], *row[1:]) for row in sites
-                        if row[0] in language),
+                  _sites(sites, language, same),
                   lines=_source_lines(chunks, headers, [*definitions.values(), *shadowed]),
                   members=_class_fields(headers), shadowed=tuple(shadowed),
                   field_types=_field_types(headers),
-                  syntax=_syntax_uses(syntax, language) if syntax is not None else None)
+                  syntax=_syntax_uses(syntax, language, same) if syntax is not None else None)
 
 
-def _syntax_uses(rows: Rows, language: Mapping[str, str]) -> dict[str, tuple[SyntaxUse, ...]]:
-    """path -> its syntax uses, in source order, for the indexed files."""
-    found: dict[str, list[SyntaxUse]] = defaultdict(list)
-    for path, line, column, operand, names, syntax, callee in rows:
-        if path in language:
-            found[path].append(SyntaxUse(line, column, operand, tuple(names), syntax, callee))
-    return {path: tuple(uses) for path, uses in found.items()}
+def _sites(rows: Rows, language: Mapping[str, str],
+           same: tuple[Tables, frozenset[str]] | None) -> tuple[Site, ...]:
+    """The sites of the indexed files (with ``same``, ``rows`` are in path order)."""
+    if same is None:
+        return tuple(Site(row[0], language[row[0]], *row[1:]) for row in rows
+                     if row[0] in language)
+    kept: dict[str, list[Site]] = defaultdict(list)
+    for site in same[0].sites:
+        kept[site.path].append(site)
+    found: list[Site] = []
+    for path, group in groupby(rows, key=itemgetter(0)):
+        if path not in language:
+            continue
+        if path in same[1] or path not in kept:
+            found += (Site(path, language[path], *row[1:]) for row in group)
+        else:
+            found += kept[path]
+    return tuple(found)
+
+
+def _syntax_uses(rows: Rows, language: Mapping[str, str],
+                 same: tuple[Tables, frozenset[str]] | None = None
+                 ) -> dict[str, tuple[SyntaxUse, ...]]:
+    """path -> its syntax uses, in source order, for the indexed files (with ``same``,
+    ``rows`` are in path order, as read_rows reads them)."""
+    if same is None:
+        found: dict[str, list[SyntaxUse]] = defaultdict(list)
+        for path, line, column, operand, names, syntax, callee in rows:
+            if path in language:
+                found[path].append(SyntaxUse(line, column, operand, tuple(names), syntax,
+                                             callee))
+        return {path: tuple(uses) for path, uses in found.items()}
+    kept, differing = same[0].syntax or {}, same[1]
+    return {path: kept[path] if path in kept and path not in differing else tuple(
+                SyntaxUse(line, column, operand, tuple(names), syntax, callee)
+                for _, line, column, operand, names, syntax, callee in group)
+            for path, group in groupby(rows, key=itemgetter(0)) if path in language}
 
 
 def _source_lines(chunks: Rows, headers: Rows, definitions: Sequence[Def]
