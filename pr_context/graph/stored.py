@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pr_context
+from pr_context.collector import collector_paused
 from pr_context.graph.callers import SymbolGraph, build_graph, edge, graph_names
 from pr_context.graph.infer import Inferred
 from pr_context.graph.tables import Assignment, Def, Site, Tables, read_tables
@@ -47,8 +48,9 @@ def store_graph(db: Path) -> bool:
         inputs = _inputs(store)
         if _stored_inputs(store) == inputs:
             return False
-        store.replace_graph({**graph_rows(build_graph(read_tables(store))),
-                             "graph_marks": {"inputs": [inputs]}})
+        with collector_paused():  # millions of objects, all alive until written
+            rows = graph_rows(build_graph(read_tables(store)))
+        store.replace_graph({**rows, "graph_marks": {"inputs": [inputs]}})
         return True
 
 
