@@ -115,7 +115,10 @@ def render_doc(figures: dict[str, Any], command: str) -> str:
         "Each round runs `pr-context review --no-embeddings` once per code version, in "
         "turn, each its own process, on the base index that version built. `load` and "
         "`load_base` are the review's own stages that read the head and the base index and "
-        "build each side's symbol graph, link index and search corpus; process CPU time "
+        "build each side's symbol graph, link index and search corpus (since the base's "
+        "graph is stored in its index, `load` also reads the base's rows and corpus, "
+        "which the head's are read over, and `load_base` makes the base side of them); "
+        "process CPU time "
         "counts what the review process itself spent, which other load on the machine "
         "disturbs less than wall time.", "", render(figures),
         f"Machine: {os.cpu_count()} CPUs, load average {load} at the end of the run "
