@@ -241,13 +241,27 @@ def import_target(tables: Tables, path: str, imp: Import) -> str:
 
 def _bind_import(tables: Tables, path: str, name: str) -> Binding | None:
     language = tables.file_language[path]
-    for imp in tables.imports.get(path, ()):
-        if _bound_name(imp, language) == name:
-            target = _import_target(tables, path, language, imp)
-            shown = imp.module if language != "python" else "." * imp.level + imp.module
-            verb = "imported from" if imp.name not in {None, "*"} else "import of"
-            return Binding(target, f"{verb} {shown or '.'} (line {imp.line})")
-    return None
+    imp = _imports_by_name(tables, path, language).get(name)
+    if imp is None:
+        return None
+    target = _import_target(tables, path, language, imp)
+    shown = imp.module if language != "python" else "." * imp.level + imp.module
+    verb = "imported from" if imp.name not in {None, "*"} else "import of"
+    return Binding(target, f"{verb} {shown or '.'} (line {imp.line})")
+
+
+def _imports_by_name(tables: Tables, path: str, language: str) -> dict[str, Import]:
+    """name -> the first import of ``path`` that binds it, made once per file: names
+    are looked up in a file's imports again and again (re-exports, ``*`` imports)."""
+    found = tables.import_names.get(path)
+    if found is None:
+        found = {}
+        for imp in tables.imports.get(path, ()):
+            bound = _bound_name(imp, language)
+            if bound is not None:
+                found.setdefault(bound, imp)
+        tables.import_names[path] = found
+    return found
 
 
 def _bind_module(tables: Tables, path: str, name: str) -> Binding | None:

@@ -111,6 +111,8 @@ class Tables:
     # (path, name) -> what imports and module scope bind it to: a memo for graph.names,
     # filled as names are looked up (the same few names are looked up thousands of times)
     file_bindings: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False)
+    # path -> name -> the first of its imports binding that name (graph.names), on use
+    import_names: dict[str, dict[str, Import]] = field(default_factory=dict, compare=False)
     # path -> the absolute module of each of its imports (graph.readers), filled on use
     import_sources: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
