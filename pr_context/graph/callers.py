@@ -17,7 +17,7 @@ from pr_context.graph.types import bind_types
 
 __all__ = [
     "BUILTIN_METHOD_NAMES", "DYNAMIC_CONFIDENCE", "Caller", "SymbolGraph", "build_graph",
-    "callers_of", "can_name", "edge", "graph_names", "is_accessor_decorator", "load_graph",
+    "callers_of", "can_name", "edge", "graph_names", "is_accessor_decorator",
 ]
 
 # Confidence scale, 0..1: how sure we are that the site can call the definition.
