@@ -47,19 +47,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from pr_context.graph import Caller, SymbolGraph, callers_of
-from pr_context.graph.callers import (
-    BUILTIN_METHOD_NAMES,
-    DYNAMIC_CONFIDENCE,
-    can_name,
-    is_accessor_decorator,
-)
-from pr_context.graph.library import overrides_library
-from pr_context.graph.module_getattr import is_module_getattr, served_by
 from pr_context.graph.names import method_in, mro
 from pr_context.graph.readers import readers_of
 from pr_context.graph.syntax import SyntaxCallers, is_dunder
 from pr_context.graph.tables import CLASS_KINDS, Def, Site
 from pr_context.links.evidence import LinkIndex, TestDef
+from pr_context.links.runs import RunSites, decorator_text
 from pr_context.variables import (
     ModuleVariable,
     module_mutations,
@@ -86,17 +79,6 @@ _LOOKUP_SHARE = 0.5
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
 # Type aliases built from type aliases, followed this deep (each level one variable).
 _ALIAS_DEPTH = 8
-# `@name` or `@a.b(...)` at the start of a decorator line: the decorator's dotted name
-_DECORATOR = re.compile(r"^\s*@\s*([\w.]+)", re.MULTILINE)
-# Decorators that make a method a property: read as an attribute, not called by name.
-_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter",
-                                  "deleter"})
-# Python's descriptors, caches and typing markers: they wrap a function and register it
-# nowhere, so a function they decorate runs only where something names it.
-_PLAIN_DECORATORS = frozenset({
-    "property", "setter", "getter", "deleter", "cached_property", "staticmethod",
-    "classmethod", "abstractmethod", "overload", "override", "final", "cache", "lru_cache",
-    "wraps", "deprecated"})
 
 
 @dataclass(frozen=True)
@@ -174,9 +156,7 @@ class Reacher:
     _syntax: SyntaxCallers | None = None  # the syntax calling dunder methods
     _used: dict[str, dict[str | None, set[str]]] = field(default_factory=dict)
     _sites: dict[str, list[Site]] | None = None
-    _site_names: frozenset[str] | None = None  # every name some site names
-    _named_sites: dict[str, list[Site]] | None = None  # name -> the sites naming it
-    _resolved_sites: frozenset[tuple[str, int, int]] | None = None  # (path, line, col)
+    _run_sites: RunSites | None = None  # what runs a definition besides its callers
 
     def reach(self, qualified_name: str, first: list[Caller] | None = None) -> Reach:
         """The tests reaching ``qualified_name``; ``first`` replaces its own callers
@@ -228,92 +208,25 @@ class Reacher:
             self._callers[qualified_name] = (
                 self.runtime_reads(self._readers(qualified_name))
                 if qualified_name in self._variable_names and self.read_text is not None
-                else [*self._running(qualified_name, callers_of(self.graph, qualified_name)),
+                else [*self._runs().running(qualified_name,
+                                            callers_of(self.graph, qualified_name)),
                       *self._syntax_callers(qualified_name),
-                      *self._property_reads(qualified_name)])
+                      *self._runs().property_reads(qualified_name)])
         return self._callers[qualified_name]
 
-    def _property_reads(self, qualified_name: str) -> list[Caller]:
-        """For a Python property: reads of its name on an object of unknown class, in
-        files that can name its class (import it, a subclass or its module), as same-name
-        candidates, the way ``x.m()`` is one for a method. The graph resolves the reads on
-        objects of evident class; these are the rest."""
-        d = self.graph.tables.definitions.get(qualified_name)
-        if d is None or d.parent is None or not self._read_by_name(d):
-            return []
-        if self._resolved_sites is None:
-            self._resolved_sites = frozenset((e.site.path, e.site.line, e.site.column)
-                                             for edges in self.graph.edges.values()
-                                             for e in edges)
-        owner = d.parent
-        return [Caller(site.path, site.line, site.column, site.enclosing, "lexical",
-                       DYNAMIC_CONFIDENCE, f"{site.receiver}.{d.name}: class of "
-                       f"{site.receiver} unknown; reads the property {d.name}",
-                       candidate="dynamic", sole=False, kind="attribute")
-                for site in self._sites_by_name().get(d.name, ())
-                if site.receiver is not None and site.kind == "attribute"
-                and (site.path, site.line, site.column) not in self._resolved_sites
-                and can_name(self.graph, site.path, owner)]
-
-    def _read_by_name(self, d: Def) -> bool:
-        """A Python property whose reads on unknown objects are its candidate callers:
-        not one named like a method of Python's built-in types (``values``, ``items``),
-        which that many reads name (objects of its class stand for its readers)."""
-        return d.language == "python" and d.kind == "method" and d.parent is not None \
-            and d.name not in BUILTIN_METHOD_NAMES and self._is_property(d)
-
-    def _is_property(self, d: Def) -> bool:
-        decorators = _DECORATOR.findall(self._decorators(d.path, d.start_line))
-        return any(name.rsplit(".", 1)[-1] in _PROPERTY_DECORATORS for name in decorators)
-
-    def _sites_by_name(self) -> dict[str, list[Site]]:
-        if self._named_sites is None:
-            grouped: dict[str, list[Site]] = defaultdict(list)
-            for site in self.graph.tables.sites:
-                grouped[site.name].append(site)
-            self._named_sites = dict(grouped)
-        return self._named_sites
-
-    def _running(self, qualified_name: str, callers: list[Caller]) -> list[Caller]:
-        """The callers that run the definition: not ``@size.setter`` over a property's
-        setter, which names the property object in the class body and reads nothing."""
-        name = qualified_name.rsplit(".", 1)[-1]
-        return [c for c in callers
-                if not is_accessor_decorator(self.graph.tables, c.path, c.line, name)]
-
     def _unreferenced(self, qualified_name: str) -> bool:
-        """Whether nothing can run a Python function or method but a lookup by a computed
-        name: no site anywhere names it (a call, a read, an attribute of any object), it is
-        no dunder (syntax and the interpreter call those) and no decorator but Python's
-        own descriptors and caches (which register nothing) wraps it; or it is a module's
-        ``__getattr__`` and no site reads a name it serves."""
         d = self.graph.tables.definitions.get(qualified_name)
-        if d is None or d.language != "python" or d.kind not in ("function", "method") \
-                or self.callers(qualified_name):
-            return False
-        if is_module_getattr(d):  # called for the names it serves: none is read
-            return bool(served_by(self.graph.tables, d))
-        if is_dunder(d.name) or self._library_calls(d):
-            return False
-        decorators = _DECORATOR.findall(self._decorators(d.path, d.start_line))
-        return not self.named_somewhere(d.name) and all(
-            name.rsplit(".", 1)[-1] in _PLAIN_DECORATORS for name in decorators)
-
-    def _library_calls(self, d: Def) -> bool:
-        """A production method overriding a standard-library class's (a test class's
-        ``setUp`` is the framework's business: see ``_run_by_framework``)."""
-        return self.index.roles.get(d.path) not in _SUPPORT_ROLES \
-            and overrides_library(self.graph.tables, d)
+        return d is not None and not self.callers(qualified_name) \
+            and self._runs().unreferenced(d)
 
     def named_somewhere(self, name: str) -> bool:
-        """Whether some site of the index (a call, a read, an attribute of any object, a
-        type use) names ``name``; ``@name.setter`` over a property's setter does not."""
-        if self._site_names is None:
-            tables = self.graph.tables
-            self._site_names = frozenset(
-                site.name for site in tables.sites if site.receiver is not None
-                or not is_accessor_decorator(tables, site.path, site.line, site.name))
-        return name in self._site_names
+        """Whether some site of the index names ``name`` (see :class:`RunSites`)."""
+        return self._runs().named_somewhere(name)
+
+    def _runs(self) -> RunSites:
+        if self._run_sites is None:
+            self._run_sites = RunSites(self.graph, self.index.roles)
+        return self._run_sites
 
     def _syntax_callers(self, qualified_name: str) -> tuple[Caller, ...]:
         d = self.graph.tables.definitions.get(qualified_name)
@@ -598,14 +511,7 @@ class Reacher:
                     for p in paths if self.index.roles.get(p) == _TEST_ROLE)
 
     def _decorators(self, path: str, start_line: int) -> str:
-        lines = self.graph.tables.lines.get(path, {})
-        text = []
-        for number in range(start_line, start_line + 20):
-            line = lines.get(number, "")
-            if line.lstrip().startswith(("def ", "async def ")):
-                break
-            text.append(line)
-        return "\n".join(text)
+        return decorator_text(self.graph.tables, path, start_line)
 
     def _is_fixture(self, path: str, start_line: int) -> bool:
         return bool(_FIXTURE_DECORATOR.search(self._decorators(path, start_line)))
@@ -680,8 +586,9 @@ class Reacher:
             return []
         # Python or the standard library call these by a name no site of the index writes;
         # most properties' reads are their callers (_property_reads), the rest's objects
-        unseen = is_dunder(d.name) or self._library_calls(d)
-        read = not self._read_by_name(d) and self._is_property(d)
+        runs = self._runs()
+        unseen = is_dunder(d.name) or runs.library_calls(d)
+        read = not runs.read_by_name(d) and runs.is_property(d)
         if not (dead_end or unseen or read) or not (unseen or self.named_somewhere(d.name)):
             return []  # a property nothing reads, a method nothing names: nothing runs it
         classes = [d.parent, *self._subclasses_of(d.parent)]
