@@ -1453,6 +1453,47 @@ def test_a_module_getattr_is_called_where_the_names_it_serves_are_read(
         "reads older from app.compat, which its __getattr__ serves")
 
 
+LIBRARY_FILES = {
+    "logs/__init__.py": "",
+    "logs/loggers.py": (
+        "import logging\n"                                                  # 1
+        "\n"
+        "\n"
+        "class Fixed(logging.Logger):\n"                                    # 4
+        "    def findCaller(self, stack_info=False, stacklevel=1):\n"
+        "        return ('f', 1, 'g', None)\n"
+        "\n"
+        "\n"
+        "class Wrapper:\n"                                                  # 9
+        "    _logger: logging.Logger\n"
+        "\n"
+        "    def __init__(self, logger):\n"
+        "        self._logger = logger\n"
+        "\n"
+        "    def findCaller(self, stack_info=False):\n"
+        "        return self._logger.findCaller(stack_info=stack_info)\n"    # 16
+        "\n"
+        "\n"
+        "def where(log: logging.Logger):\n"
+        "    return log.findCaller()\n"                                     # 20
+        "\n"
+        "\n"
+        "def anything(obj):\n"
+        "    return obj.findCaller()\n"                                     # 24
+    ),
+}
+
+
+def test_a_receiver_declared_as_a_library_class_calls_its_subclasses_methods_only(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    """self._logger and log are declared logging.Logger: their findCaller() is that
+    class's or its subclass Fixed's, not Wrapper's; obj's class is not declared."""
+    graph = graphs(LIBRARY_FILES)
+    lines = {name: [c.line for c in callers_of(graph, f"logs.loggers.{name}.findCaller")]
+             for name in ("Fixed", "Wrapper")}
+    assert lines == {"Fixed": [16, 20, 24], "Wrapper": [24]}
+
+
 CLASS_BODY = '''\
 import typing as t
 

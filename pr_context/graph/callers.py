@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
+from pr_context.graph.declared_library import declared_library_class, derives_from
 from pr_context.graph.module_getattr import is_module_getattr, served_by, served_reads
 from pr_context.graph.names import class_bases, imported_targets, mro, resolve_dotted
 from pr_context.graph.resolve import resolve_site
@@ -210,7 +211,7 @@ def _lexical_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller
         share = DYNAMIC_CONFIDENCE / max(len(methods), 1)
         for site in graph.dynamic.get(d.name, ()):
             if _family(site.language) == family and not _likelier_homonym(
-                    graph, site, d, methods):
+                    graph, site, d, methods) and not _declared_otherwise(graph, site, d):
                 yield replace(_caller(site, "lexical", share,
                                       _candidate_reason(site, len(methods))),
                               candidate="dynamic", sole=len(methods) <= 1)
@@ -224,6 +225,16 @@ def _lexical_callers(graph: SymbolGraph, qualified_name: str) -> Iterator[Caller
                     site, "lexical", share,
                     f"{d.name}() is not bound in {site.path}; same-name candidate"),
                     candidate="unbound", sole=homonyms <= 1)
+
+
+def _declared_otherwise(graph: SymbolGraph, site: Site, d: Def) -> bool:
+    """Whether the receiver is declared as a library class (``log: logging.Logger``)
+    that ``d``'s class does not derive from: the call is that class's method or an
+    override of it in a subclass, not ``d``."""
+    if d.parent is None:
+        return False
+    declared = declared_library_class(graph.tables, site)
+    return declared is not None and not derives_from(graph.tables, d.parent, declared)
 
 
 def _likelier_homonym(graph: SymbolGraph, site: Site, d: Def, methods: list[str]) -> bool:
