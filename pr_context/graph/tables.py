@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
@@ -21,8 +21,8 @@ from pr_context.models import Import, SyntaxUse
 from pr_context.parse.code_paths import module_path
 
 __all__ = [
-    "CLASS_KINDS", "Assignment", "Def", "GraphRows", "Site", "Tables", "read_rows", "read_tables",
-    "tables_from_rows",
+    "CLASS_KINDS", "Assignment", "Def", "GraphRows", "Site", "Tables", "group_sites",
+    "read_rows", "read_tables", "tables_from_rows",
 ]
 
 # Definition kinds that own methods and can have bases.
@@ -69,6 +69,14 @@ class Site:
     line: int
     column: int
     enclosing: str | None
+
+
+def group_sites(sites: Iterable[Site], key: Callable[[Site], str]) -> dict[str, list[Site]]:
+    """``sites`` by ``key`` (their path, their name), each group in the sites' order."""
+    grouped: dict[str, list[Site]] = defaultdict(list)
+    for site in sites:
+        grouped[key(site)].append(site)
+    return dict(grouped)
 
 
 @dataclass(frozen=True)

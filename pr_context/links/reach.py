@@ -50,7 +50,7 @@ from pr_context.graph import Caller, SymbolGraph, callers_of
 from pr_context.graph.names import method_in, mro
 from pr_context.graph.readers import readers_of
 from pr_context.graph.syntax import SyntaxCallers, is_dunder
-from pr_context.graph.tables import CLASS_KINDS, Def, Site
+from pr_context.graph.tables import CLASS_KINDS, Def, Site, group_sites
 from pr_context.links.evidence import LinkIndex, TestDef
 from pr_context.links.runs import RunSites, decorator_text
 from pr_context.variables import (
@@ -266,10 +266,7 @@ class Reacher:
 
     def _sites_by_path(self) -> dict[str, list[Site]]:
         if self._sites is None:
-            grouped: dict[str, list[Site]] = defaultdict(list)
-            for site in self.graph.tables.sites:
-                grouped[site.path].append(site)
-            self._sites = dict(grouped)
+            self._sites = group_sites(self.graph.tables.sites, lambda site: site.path)
         return self._sites
 
     def _source(self, path: str) -> str | None:

@@ -21,7 +21,6 @@ Pure: reads the graph and the roles it is given.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -35,7 +34,7 @@ from pr_context.graph.callers import (
 from pr_context.graph.library import overrides_library
 from pr_context.graph.module_getattr import is_module_getattr, served_by
 from pr_context.graph.syntax import is_dunder
-from pr_context.graph.tables import Def, Site, Tables
+from pr_context.graph.tables import Def, Site, Tables, group_sites
 
 __all__ = ["RunSites", "decorator_text"]
 
@@ -148,10 +147,7 @@ class RunSites:
 
     def _sites_by_name(self) -> dict[str, list[Site]]:
         if self._by_name is None:
-            grouped: dict[str, list[Site]] = defaultdict(list)
-            for site in self.graph.tables.sites:
-                grouped[site.name].append(site)
-            self._by_name = dict(grouped)
+            self._by_name = group_sites(self.graph.tables.sites, lambda site: site.name)
         return self._by_name
 
     def _resolved_sites(self) -> frozenset[tuple[str, int, int]]:
