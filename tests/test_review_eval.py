@@ -127,6 +127,17 @@ def test_caller_figures_count_the_sites_jedi_resolves_when_asked_there():
     figures = ev.caller_figures([check])
     assert figures["graph"] == (pytest.approx(1 / 3), 1.0)
     assert figures["graph, jedi at the site"] == (pytest.approx(2 / 3), 1.0)
+    assert figures["graph+lexical, jedi at the site"] == (pytest.approx(2 / 3), 1.0)
+
+
+def test_a_report_renders_again_from_the_results_a_run_wrote(tmp_path):
+    case = ev.CaseResult("c1", "o/r", 2, tests={"pr-context": 1.0}, docs={"grep": None},
+                         docs_listed=[1], seconds=1.5)
+    check = ev.CallerCheck("c1", "f", jedi={("a.py", 1)}, graph={("a.py", 1)},
+                           lexical=set(), grep={("a.py", 1), ("b.py", 2)}, nested=("g",),
+                           extra={"t.py:9": "unconfirmed"})
+    ev._write_results(tmp_path, [case], [check])
+    assert ev.load_results(tmp_path / "results.json") == ([case], [check])
 
 
 import ast  # noqa: E402
