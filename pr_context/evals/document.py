@@ -36,8 +36,8 @@ def evaluation_document(cases: Sequence[Case], runs: Sequence[EvaluatedRun],
         "# Retrieval evaluation",
         "",
         f"Generated on {time.strftime('%Y-%m-%d')} by `{REGENERATE}` (once the corpora "
-        "are cached and indexed; the first run downloads them and embeds every chunk, "
-        "hours on 2 busy cores). Do not edit: regenerate.",
+        "are cached and indexed; the first run downloads them and embeds every chunk: "
+        "36 minutes on 2 cores, measured 2026-12-03). Do not edit: regenerate.",
         "",
         "Two sets of cases: the hand-written cases below, and a mined corpus of cases "
         "generated from 22 more PyPI packages with their answers known by construction "
