@@ -135,8 +135,9 @@ def test_a_first_sentence_is_cleaned_or_refused() -> None:
 
 
 def test_verbs_are_turned_between_forms() -> None:
-    assert [base_verb(w) for w in ("Returns", "Applies", "Matches", "Process")] == [
-        "return", "apply", "match", "process"]
+    assert [base_verb(w) for w in ("Returns", "Applies", "Matches", "Process", "Normalizes",
+                                   "Buzzes", "Does")] == [
+        "return", "apply", "match", "process", "normalize", "buzz", "do"]
     assert [third_person(w) for w in ("return", "apply", "match")] == [
         "returns", "applies", "matches"]
     assert gerund_base("Creating", {"create"}) == "create"
@@ -151,6 +152,22 @@ def test_a_sentence_becomes_a_question_in_one_of_several_phrasings() -> None:
     noun = sentence_question("A command holding other commands", "tool", "class",
                              random.Random(1))
     assert "a command holding other commands" in noun
+
+
+def test_sentences_not_opened_by_a_verb_are_asked_as_a_whole_and_adverbs_stay() -> None:
+    def phrasings(sentence: str) -> set[str]:
+        return {sentence_question(sentence, "tool", "function", random.Random(seed))
+                for seed in range(40)}
+
+    assert "which function deeply merges two error messages?" in phrasings(
+        "Deeply merge two error messages")
+    assert "where is the code that always returns the first item?" in phrasings(
+        "Always return the first item")
+    assert "which function applies filters to the stream?" in phrasings(
+        "Apply filters to the stream")
+    for sentence in ("If the key does not exist, set it", "True if the lock is held",
+                     "Equivalent to list(items)[index]", "All items that match a rule"):
+        assert all(sentence[1:].lower() in asked.lower() for asked in phrasings(sentence))
 
 
 def test_behaviour_questions_come_from_docstrings_and_hide_them(

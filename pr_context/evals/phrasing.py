@@ -38,6 +38,14 @@ _NOUN_HEADS = frozenset("""manager class object function decorator wrapper versi
     mixin type exception error helper subclass implementation interface protocol
     container for of""".split())
 _DETERMINERS = frozenset("a an the this these those some any each every".split())
+# First words that open no imperative: conjunctions, prepositions, adjectives and adverbs
+# ("If the key is missing", "Equivalent to", "All items", "Always true").
+_NOT_VERBS = frozenset("""if when while unless once since because although though for in
+    on at by with without from as after before during all both first last left right
+    equivalent similar same true false none only always never often usually also just
+    still""".split())
+_ADVERBS = frozenset("always never often also just still only".split())
+_LY_VERBS = frozenset("apply reply supply multiply rely comply imply tally rally".split())
 # Second words that show the first is a verb in the imperative ("Return the ...").
 _AFTER_VERB = frozenset("""the a an all any each this that these those its their it them
     whether if to from into with and or true false none self one given current every
@@ -70,13 +78,18 @@ def _lower_first(text: str) -> str:
 def base_verb(word: str) -> str:
     """``Returns`` -> ``return``, ``Applies`` -> ``apply``; a base form is kept."""
     lower = word.lower()
+    if lower in _IRREGULAR_THIRD_PERSON:
+        return _IRREGULAR_THIRD_PERSON[lower]
     if lower.endswith("ies") and len(lower) > 4:
         return lower[:-3] + "y"
-    if lower.endswith(("sses", "shes", "ches", "xes", "zes")):
+    if lower.endswith(("sses", "shes", "ches", "xes", "zzes")):
         return lower[:-2]
     if lower.endswith("s") and not lower.endswith(("ss", "us", "is")) and len(lower) > 3:
         return lower[:-1]
     return lower
+
+
+_IRREGULAR_THIRD_PERSON = {"does": "do", "goes": "go", "has": "have", "is": "be"}
 
 
 def third_person(verb: str) -> str:
@@ -103,6 +116,20 @@ def gerund_base(word: str, known: set[str]) -> str:
     return candidates[0] if candidates[0] != stem + "e" else stem
 
 
+def _conjugated(verb: str) -> str:
+    """The third person of a verb, after its adverb if it has one."""
+    *adverb, base = verb.split(" ")
+    return " ".join([*adverb, third_person(base)])
+
+
+def _is_adverb_before_verb(words: list[str]) -> bool:
+    """"Deeply merge", "Always return": an adverb, then a verb."""
+    first = words[0].lower()
+    adverb = first in _ADVERBS or (first.endswith("ly") and len(first) > 4
+                                   and first not in _LY_VERBS)
+    return len(words) > 2 and adverb and _verb_first(words[1:], "function")
+
+
 def _verb_first(words: list[str], kind: str) -> bool:
     """Whether a first sentence starts with its verb ("Return the ...", "Reads ...").
 
@@ -110,7 +137,8 @@ def _verb_first(words: list[str], kind: str) -> bool:
     """
     first = words[0].lower()
     second = words[1].lower() if len(words) > 1 else ""
-    if first in _DETERMINERS or first.endswith(_NOT_VERB_ENDINGS) or second in _NOUN_HEADS:
+    if (first in _DETERMINERS or first in _NOT_VERBS or first.endswith(_NOT_VERB_ENDINGS)
+            or second in _NOUN_HEADS):
         return False
     if second in _AFTER_VERB:
         return True
@@ -120,11 +148,13 @@ def _verb_first(words: list[str], kind: str) -> bool:
 def sentence_question(sentence: str, package: str, kind: str, rng: random.Random) -> str:
     """A question or search phrase asking for what ``sentence`` describes."""
     words = sentence.split()
+    # "Deeply merge two dicts": the adverb stays in front of its verb ("deeply merges").
+    adverb = [words.pop(0).lower()] if _is_adverb_before_verb(words) else []
     if _verb_first(words, kind):
-        verb, rest = base_verb(words[0]), " ".join(words[1:])
+        verb, rest = " ".join([*adverb, base_verb(words[0])]), " ".join(words[1:])
         forms = [f"how does {package} {verb} {rest}?",
-                 f"where is the code that {third_person(verb)} {rest}?",
-                 f"which {'class' if kind == 'class' else 'function'} {third_person(verb)} "
+                 f"where is the code that {_conjugated(verb)} {rest}?",
+                 f"which {'class' if kind == 'class' else 'function'} {_conjugated(verb)} "
                  f"{rest}?",
                  f"{verb} {rest}"]
     else:
