@@ -11,7 +11,12 @@ from pr_context.pipeline import Searcher
 from pr_context.retrieve import SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.fusion import detect_intent
-from pr_context.retrieve.signals import anchor_ranking, name_ranking, raised_ranking
+from pr_context.retrieve.signals import (
+    anchor_ranking,
+    name_ranking,
+    owner_ranking,
+    raised_ranking,
+)
 from tests.conftest import GitRepo
 from tests.fakes import fake_search
 
@@ -201,3 +206,17 @@ def test_a_question_about_raise_sites_reaches_the_exception_class(
     outcome = search(corpus, "what is raised when receive exactly reads too little data?")
     [hit] = [h for h in outcome.hits if h.symbol == "net.errors.IncompleteRead"]
     assert "raised" in hit.components
+
+
+def test_a_class_several_of_the_best_candidates_belong_to_is_found(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    _, corpus = fake_search(make_repo(FILES).path, tmp_path / "c.duckdb")
+    index = {c.symbol: i for i, c in enumerate(corpus.chunks)}
+    members = [(index["app.config.Config.from_pyfile"], 0.3),
+               (index["app.config.Config.from_mapping"], 0.2)]
+    [(found, vote)] = owner_ranking(corpus, members)
+    assert corpus.chunks[found].symbol == "app.config.Config"
+    assert corpus.chunks[found].kind == "class_header"
+    assert vote == pytest.approx(0.5)
+    # One method matching says nothing of the rest of its class.
+    assert owner_ranking(corpus, members[:1]) == []

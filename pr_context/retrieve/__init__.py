@@ -35,6 +35,7 @@ from pr_context.retrieve.signals import (
     message_ranking,
     name_ranking,
     neighbourhood_paths,
+    owner_ranking,
     raised_ranking,
     reported_exceptions,
     structure_ranking,
@@ -87,8 +88,9 @@ MIN_PAGE_NAME_CHARS = 4
 # resembles; a chunk they found is kept however dissimilar it looks.
 EXACT_SIGNALS = ("structure", "traceback", "usage", "message")
 # An exception class raised by the best candidates is kept too: its own text (a class
-# line) resembles no question, its raise sites do.
-KEPT_SIGNALS = (*EXACT_SIGNALS, "raised")
+# line) resembles no question, its raise sites do; so is a class whose methods are
+# among them, for the same reason.
+KEPT_SIGNALS = (*EXACT_SIGNALS, "raised", "owner")
 # Only evidence this strong overrides the relevance threshold: a name written as code,
 # not a plain word that happens to name a definition; most of a message template's
 # words, in order, not a few of them.
@@ -148,7 +150,7 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
     }
     contributions = fuse(rankings, intent)
     if not INTENT_ROLES[intent.intent]:  # exception classes are definitions
-        _add_raised(corpus, rankings, contributions, intent)
+        _add_second_stage(corpus, rankings, contributions, intent)
     rewritten = " ".join(tokenize(query, drop_stopwords=True))
     candidates = _ordered(corpus, contributions, lambda i, parts: sum(parts.values()))
     message = _irrelevance(corpus, query, rankings, cosines, rare_words, intent)
@@ -220,14 +222,15 @@ class _Scorer:
         return HISTORY_FACTOR if is_history(path) else 1.0
 
 
-def _add_raised(corpus: SearchCorpus, rankings: dict[str, list[tuple[int, float]]],
-                contributions: dict[int, dict[str, float]], intent: QueryIntent) -> None:
-    """Fuse in the exception classes the best fused candidates raise (a second stage:
-    it reads the first's order)."""
+def _add_second_stage(corpus: SearchCorpus, rankings: dict[str, list[tuple[int, float]]],
+                      contributions: dict[int, dict[str, float]], intent: QueryIntent) -> None:
+    """Fuse in the exception classes the best fused candidates raise and the classes
+    several of them belong to (a second stage: it reads the first's order)."""
     fused = sorted(((i, sum(parts.values())) for i, parts in contributions.items()),
                    key=lambda item: (-item[1], item[0]))
-    rankings["raised"] = raised_ranking(corpus, fused)
-    for index, part in fuse({"raised": rankings["raised"]}, intent).items():
+    second = {"raised": raised_ranking(corpus, fused), "owner": owner_ranking(corpus, fused)}
+    rankings.update(second)
+    for index, part in fuse(second, intent).items():
         contributions.setdefault(index, {}).update(part)
 
 

@@ -56,6 +56,9 @@ SIGNAL_WEIGHTS = MappingProxyType({
     # Exception classes the best candidates raise (signals.raised_ranking): as good as
     # a similarity signal, no better.
     "raised": 1.0,
+    # Classes several of the best candidates are members of (signals.owner_ranking):
+    # as good as a similarity signal, no better.
+    "owner": 1.0,
 })
 
 # Similar is not relevant: tests, fakes and docs share the implementation's vocabulary

@@ -30,6 +30,7 @@ __all__ = [
     "message_ranking",
     "name_ranking",
     "neighbourhood_paths",
+    "owner_ranking",
     "raised_ranking",
     "reported_exceptions",
     "structure_ranking",
@@ -373,6 +374,37 @@ def raised_ranking(corpus: SearchCorpus, fused: Ranking, top: int = RAISERS_VOTI
             for index in _definition_chunks(corpus, definition):
                 found[index] = max(found.get(index, 0.0), vote)
     return sorted(found.items(), key=lambda item: (-item[1], item[0]))
+
+
+# Members of one class among the best candidates: what the class does, spread over its
+# methods, while its header chunk holds only their signatures.
+OWNERS_VOTING = RAISERS_VOTING
+MIN_VOTING_MEMBERS = 2  # one method matching says nothing of the rest of its class
+
+
+def owner_ranking(corpus: SearchCorpus, fused: Ranking, top: int = OWNERS_VOTING) -> Ranking:
+    """Classes with several members among the ``top`` best fused candidates, by the
+    members' summed scores; the class's first header chunk stands for it.
+
+    A question about a class ("a loader that looks for templates in every blueprint")
+    describes what its methods do together; each method matches part of it, the class
+    header (its signatures) little of it.
+    """
+    votes: dict[int, list[float]] = defaultdict(list)
+    for index, score in fused[:top]:
+        header = _owner_header(corpus, corpus.chunks[index].symbol)
+        if header is not None:
+            votes[header].append(score)
+    found = {header: sum(scores) for header, scores in votes.items()
+             if len(scores) >= MIN_VOTING_MEMBERS}
+    return sorted(found.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _owner_header(corpus: SearchCorpus, symbol: str | None) -> int | None:
+    """The first class-header chunk of the class defining ``symbol``, if any."""
+    owner = (symbol or "").rpartition(".")[0]
+    return next((i for i in corpus.chunk_by_symbol.get(owner, ())
+                 if corpus.chunks[i].kind == "class_header"), None)
 
 
 def message_ranking(corpus: SearchCorpus, query: str, asked: tuple[str, ...] = ()
