@@ -120,7 +120,8 @@ class Searcher:
         skip = intent_words(query, corpus.role_markers)
         # Quoted text and code are values the user pasted (a mistyped name, their own
         # file), not concepts asked for, and so are the words of a reported error's
-        # message, which hold the user's data: only the rest can name what the code lacks.
+        # message, which hold the user's data: only the rest can name what the code lacks
+        # (names written as code are judged apart: retrieve/foreign_names.py).
         message = reported_message(query)
         prose = prose_of(query[: len(query.rstrip()) - len(message)] if message else query)
         # A capitalised compound the codebase defines is one of its classes, not a product.

@@ -10,6 +10,7 @@ import pytest
 from pr_context.pipeline import Searcher
 from pr_context.retrieve import SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus
+from pr_context.retrieve.foreign_names import unknown_names
 from pr_context.retrieve.fusion import detect_intent
 from pr_context.retrieve.signals import (
     anchor_ranking,
@@ -156,6 +157,27 @@ def test_the_users_values_in_a_reported_error_are_no_unknown_concepts(
     assert "never mentions" not in (outcome.message or "")
     quoted = run(app, "the config file 'kubernetesdeploymentz.py' will not load")
     assert "never mentions" not in (quoted.message or "")
+
+
+def test_names_written_as_code_that_the_codebase_never_mentions_get_nothing(
+        app: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(app, "which function merges the event_dict into the app_state?")
+    assert outcome.hits == []
+    assert outcome.message and "'app_state', 'event_dict'" in outcome.message
+    _, corpus = app
+    assert unknown_names(corpus, "is_first or NoneType after from_mapping") == []
+    assert unknown_names(corpus, "is_first or NoneType") == ["is_first"]
+
+
+@pytest.mark.parametrize("query", [
+    "where is from_pyfle defined?",  # a typo of from_pyfile
+    "how does from_pyfile read my_settings_module?",  # one name the codebase has
+    "the key 'user_settings' is missing after loading the configuration",  # a value
+    "load the configuration from app_config.py",  # a file name
+])
+def test_typos_known_names_values_and_the_languages_names_are_not_foreign(
+        app: tuple[Searcher, SearchCorpus], query: str) -> None:
+    assert "never mentions" not in (run(app, query).message or "")
 
 
 STREAMS = {

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pr_context.defaults import DEFAULT_K
 from pr_context.retrieve.corpus import ChunkInfo, SearchCorpus
+from pr_context.retrieve.foreign_names import unknown_names
 from pr_context.retrieve.fusion import (
     DEFINITION_KINDS,
     IMPORTED_NAME_BOOST,
@@ -250,7 +251,8 @@ def _irrelevance(corpus: SearchCorpus, query: str, rankings: dict[str, list[tupl
     if foreign and not rankings["message"]:
         return (f"nothing relevant: {foreign!r} is raised by another package, and no "
                 "message of this codebase matches")
-    unknown = sorted(w for w in rare_words if not _known(corpus, w))
+    unknown = sorted(w for w in rare_words if not _known(corpus, w)) or unknown_names(
+        corpus, query)
     if unknown:
         return ("nothing relevant: the codebase never mentions "
                 + ", ".join(repr(w) for w in unknown))
