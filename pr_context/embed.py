@@ -83,7 +83,10 @@ class Embedder(Protocol):
     @property
     def max_tokens(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> Embeddings: ...
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> Embeddings:
+        """The texts' vectors; ``threads`` caps the threads the model runs on (None: as
+        many as there are cores), for a caller whose own work needs a core meanwhile."""
+        ...
 
     def word_pieces(self, word: str) -> int:
         """How many tokenizer pieces ``word`` takes: more than one marks a rare word."""
@@ -135,7 +138,8 @@ class SentenceTransformerEmbedder:
     def max_tokens(self) -> int:
         return int(self._model.max_seq_length)
 
-    def embed(self, texts: Sequence[str]) -> Embeddings:
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> Embeddings:
+        # ``threads`` is not applied: torch's thread count is the whole process's.
         if not texts:
             return Embeddings(np.zeros((0, self.dimension), np.float32), ())
         tokenizer = self._model.tokenizer

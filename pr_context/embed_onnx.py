@@ -154,7 +154,7 @@ class OnnxEmbedder:
     def max_tokens(self) -> int:
         return self._model.max_tokens
 
-    def embed(self, texts: Sequence[str]) -> Embeddings:
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> Embeddings:
         from pr_context.embed import Embeddings
 
         vectors = np.zeros((len(texts), self.dimension), np.float32)
@@ -170,7 +170,7 @@ class OnnxEmbedder:
         used = [truncated.get(i, encoding) for i, encoding in enumerate(full)]
         session = self._session
         started = time.perf_counter()
-        run_alone(session, used, vectors)
+        run_alone(session, used, vectors, threads)
         self.encode_seconds += time.perf_counter() - started
         return Embeddings(vectors, counts)
 
@@ -216,15 +216,17 @@ class OnnxEmbedder:
                                  "Delete that folder to build it again") from exc
 
 
-def run_alone(session: Any, encodings: Sequence[Any], vectors: np.ndarray) -> None:
+def run_alone(session: Any, encodings: Sequence[Any], vectors: np.ndarray,
+              threads: int | None = None) -> None:
     """Each text's vector into its row of ``vectors``, one text per run, as many runs at
-    once as there are cores (ONNX Runtime releases the GIL while it computes)."""
+    once as there are cores, or ``threads`` (ONNX Runtime releases the GIL while it
+    computes)."""
     def run(i: int) -> None:
         vectors[i] = session.run(None, _feed(encodings[i]))[0][0]
 
     # Longest first, so that the workers run out of texts at about the same time.
     order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
-    workers = min(_usable_cores(), len(order))
+    workers = min(threads or _usable_cores(), len(order))
     if workers == 1:
         for i in order:
             run(i)

@@ -14,7 +14,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +41,7 @@ from pr_context.git import (
 from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph, store_graph
 from pr_context.graph.readers import readers_of
 from pr_context.graph.tables import CLASS_KINDS, GraphRows, Tables, read_rows
-from pr_context.index.build import IndexOptions, IndexResult, build_index
+from pr_context.index.build import IndexBuild, IndexOptions, IndexResult, build_index, start_index
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.links import (
     Evidence,
@@ -191,14 +191,19 @@ def _review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
         base_result = build_index(repo, base, db, options.index_options, embedder, progress)
         store_graph(db)  # kept for the next review of this base (read by _load_base)
     head_db = out_dir / HEAD_INDEX_NAME
-    with timer.stage("index_head"):
-        head_result = _build_overlay(repo, head, db, head_db, embedder, progress, options)
-    with timer.stage("diff"):
-        changes = changed_symbols_between(repo, base, head)
-        pr_diff = _pr_diff(repo, base, head)
-    with _Sources(repo) as sources:
+    with ExitStack() as stack:
+        # The head's new texts are embedded in a worker thread while the diff is read
+        # and the graphs are built; the analysis waits for them (``_analyse_pr``).
+        with timer.stage("index_head"):
+            head_build = stack.enter_context(
+                _start_overlay(repo, head, db, head_db, embedder, progress, options))
+        with timer.stage("diff"):
+            changes = changed_symbols_between(repo, base, head)
+            pr_diff = _pr_diff(repo, base, head)
+        sources = stack.enter_context(_Sources(repo))
         found = _analyse_pr(repo, base, head, db, head_db, changes, pr_diff, options, sources,
-                            timer)
+                            timer, head_build)
+        head_result = head_build.finish()
     timer.stages["total"] = round((time.perf_counter() - started) * 1000)
     return Report(
         repository=str(repo.path), base=base, head=head,
@@ -230,8 +235,13 @@ class _Analysis:
 
 def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
                 changes: SymbolChanges, pr_diff: _PrDiff, options: ReviewOptions,
-                sources: _Sources, timer: _Timer) -> _Analysis:
-    """Load both indexes, then every symbol's evidence and the test selection."""
+                sources: _Sources, timer: _Timer, head_build: IndexBuild) -> _Analysis:
+    """Load both indexes, then every symbol's evidence and the test selection; the head's
+    vectors are waited for once its graph is built, before its corpus is read."""
+    def head_vectors() -> None:
+        with timer.stage("head_vectors"):  # the wait for the worker, within "load"
+            head_build.finish()
+
     with timer.stage("load"):
         roles = {**_file_roles(db), **_file_roles(head_db)}
         excluded = sorted(p for p in pr_diff.paths if roles.get(p) in _EXCLUDED_ROLES)
@@ -240,7 +250,7 @@ def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
         # The head's graph rows and corpus are the base's but for the files the PR
         # changed: read from the base once, and for those files from the head.
         base_reads = _base_reads(db, needs_base)
-        head_side, manifest = _load_head(head_db, sources, base_reads, True)
+        head_side, manifest = _load_head(head_db, sources, base_reads, True, head_vectors)
     with timer.stage("load_base"):
         base_side = _load_base(db, sources, base_reads) if needs_base else None
     with timer.stage("coverage"):
@@ -416,6 +426,23 @@ def _build_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
                    embedder: Embedder | None, progress: Progress,
                    options: ReviewOptions) -> IndexResult:
     """Copy the base index to ``head_db`` and update the copy to ``head``; ``db`` is kept."""
+    _copy_index(db, head_db)
+    return build_index(repo, head, head_db, options.index_options, embedder, progress)
+
+
+def _start_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
+                   embedder: Embedder | None, progress: Progress,
+                   options: ReviewOptions) -> IndexBuild:
+    """``_build_overlay`` whose new vectors are still being computed (``start_index``)."""
+    _copy_index(db, head_db)
+    return start_index(repo, head, head_db, options.index_options, embedder, progress)
+
+
+def _copy_index(db: Path, head_db: Path) -> None:
+    """``db`` copied to ``head_db``, the copy replaced if there is one.
+
+    :raises IndexFileError: the file cannot be copied.
+    """
     try:
         head_db.parent.mkdir(parents=True, exist_ok=True)
         for suffix in ("", ".wal"):
@@ -425,7 +452,6 @@ def _build_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
                 shutil.copyfile(source, target)
     except OSError as exc:
         raise IndexFileError(f"cannot copy index {db} to {head_db}: {exc}") from exc
-    return build_index(repo, head, head_db, options.index_options, embedder, progress)
 
 
 @dataclass(frozen=True)
@@ -451,20 +477,24 @@ def _load_base(db: Path, sources: _Sources, base: _BaseReads) -> IndexSide:
         return load_side(store, base.corpus, sources.text, base.tables)
 
 
-def _load_head(db: Path, sources: _Sources, base: _BaseReads,
-               spliced: bool) -> tuple[IndexSide, Manifest]:
+def _load_head(db: Path, sources: _Sources, base: _BaseReads, spliced: bool,
+               vectors: Callable[[], None] = lambda: None) -> tuple[IndexSide, Manifest]:
     """The head side: its graph rows read over the base's (the sites and syntax uses of
     the files whose rows are the base's taken from the base's tables), and, when
     ``spliced``, its corpus spliced into the base's from the other files; the head's
-    manifest."""
+    manifest. ``vectors()`` is called once the graph is built, before the corpus is read:
+    it returns when the index holds every vector (it may write them into ``db``)."""
     with IndexStore.open_existing(db) as store, collector_paused():
-        assert store.manifest is not None
         rows = read_rows(store, over=base.rows)
         differing = rows.differing(base.rows)
-        corpus = (_spliced_corpus(store, base.corpus, differing)
-                  if spliced and base.corpus is not None else None)
         tables = rows.tables(same=(base.tables, differing))
-        return load_side(store, corpus, sources.text, tables), store.manifest
+        parts = _side_parts(store, sources.text, tables)
+    vectors()
+    with IndexStore.open_existing(db) as store, collector_paused():
+        assert store.manifest is not None
+        corpus = (_spliced_corpus(store, base.corpus, differing)
+                  if spliced and base.corpus is not None else load_corpus(store))
+        return parts.side(corpus), store.manifest
 
 
 def _spliced_corpus(store: IndexStore, base: SearchCorpus,
@@ -485,6 +515,30 @@ def load_side(store: IndexStore, corpus: SearchCorpus | None = None,
     """Everything the analysis reads from ``store``; ``corpus`` when already loaded;
     ``text(sha, path)`` a file's text, for the walk to the tests to follow module-level
     variables (None: it does not); ``tables``, its graph's tables when already read."""
+    parts = _side_parts(store, text, tables)
+    with collector_paused():
+        return parts.side(corpus or load_corpus(store))
+
+
+@dataclass(frozen=True)
+class _SideParts:
+    """An ``IndexSide`` but for its corpus."""
+
+    sha: str
+    graph: SymbolGraph
+    links: LinkIndex
+    spans: Mapping[str, tuple[int, int]]
+    reacher: Reacher
+    imports: ImportGraph
+
+    def side(self, corpus: SearchCorpus) -> IndexSide:
+        return IndexSide(self.sha, self.graph, self.links, corpus, self.spans, self.reacher,
+                         self.imports)
+
+
+def _side_parts(store: IndexStore, text: Callable[[str, str], str | None] | None,
+                tables: Tables | None) -> _SideParts:
+    """``load_side`` without the corpus (see there)."""
     assert store.manifest is not None
     with collector_paused():  # millions of objects, that live as long as the side
         spans: dict[str, tuple[int, int]] = {}
@@ -495,8 +549,8 @@ def load_side(store: IndexStore, corpus: SearchCorpus | None = None,
         graph, links = load_graph(store, tables), load_link_index(store)
         sha = store.manifest.revision
         reader = (lambda path: text(sha, path)) if text is not None else None
-        return IndexSide(sha, graph, links, corpus or load_corpus(store), spans,
-                         Reacher(graph, links, read_text=reader), import_graph(graph.tables))
+        return _SideParts(sha, graph, links, spans, Reacher(graph, links, read_text=reader),
+                          import_graph(graph.tables))
 
 
 def _file_roles(db: Path) -> dict[str, str]:

@@ -33,7 +33,7 @@ class FakeEmbedder:
         self.backend = backend
         self.calls: list[list[str]] = []
 
-    def embed(self, texts: Sequence[str]) -> Embeddings:
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> Embeddings:
         self.calls.append(list(texts))
         vectors = np.zeros((len(texts), self.dimension), np.float32)
         counts = []

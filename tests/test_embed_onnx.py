@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,19 @@ def test_a_texts_vector_does_not_depend_on_its_batch_mates(
     assert np.array_equal(embedder.embed(mixed).vectors,
                           batched[[3, *reversed(range(len(TEXTS))), 0]])
     assert embedder._session.get_session_options().intra_op_num_threads == 1
+
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_vectors_do_not_depend_on_the_threads_or_the_thread_they_run_in(
+        onnx_embedders: dict[str, OnnxEmbedder], backend: str) -> None:
+    # A review embeds the head's texts on one model thread, in a worker thread, while
+    # it builds graphs (index.build.start_index): the vectors of a build, all the same.
+    embedder = onnx_embedders[backend]
+    spread = embedder.embed(TEXTS)
+    with ThreadPoolExecutor(1) as pool:
+        alone = pool.submit(embedder.embed, TEXTS, 1).result()
+    assert np.array_equal(alone.vectors, spread.vectors)
+    assert alone.token_counts == spread.token_counts
 
 
 def test_word_pieces_come_from_the_tokenizer_file_without_the_model(

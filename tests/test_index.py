@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
+import threading
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,7 +19,7 @@ from pr_context.cli import cli
 from pr_context.embed import Embedder, Embeddings
 from pr_context.errors import EmbeddingError, IndexFileError, UnknownRevisionError
 from pr_context.git import open_repository
-from pr_context.index.build import IndexOptions, IndexResult, build_index
+from pr_context.index.build import IndexOptions, IndexResult, build_index, start_index
 from pr_context.index.schema import ARROW_TYPES, MIGRATIONS
 from pr_context.index.store import DATA_TABLES, IndexStore
 from pr_context.progress import SilentProgress
@@ -164,6 +166,97 @@ def test_going_back_to_an_older_revision_matches_its_full_build(
     back, _ = index(repo, db, rev=first)
     fresh, _ = index(repo, tmp_path / "fresh.duckdb", rev=first)
     assert back.revision == first and back.digest == fresh.digest
+
+
+class _ThreadRecordingEmbedder(FakeEmbedder):
+    """FakeEmbedder that records the thread each batch ran in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> Embeddings:
+        self.threads.append(f"{threading.current_thread().name}/{threads}")
+        return super().embed(texts, threads)
+
+
+def _update_with_vectors_later(repo: GitRepo, db: Path,
+                               embedder: Embedder | None) -> IndexResult:
+    """start_index's result, once its vectors are stored."""
+    with start_index(open_repository(repo.path), "HEAD", db, IndexOptions(), embedder,
+                     SilentProgress()) as build:
+        return build.finish()
+
+
+def test_vectors_computed_in_a_worker_give_the_index_a_build_gives(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db, twin = tmp_path / "index.duckdb", tmp_path / "twin.duckdb"
+    index(repo, db, embedder=FakeEmbedder())
+    index(repo, twin, embedder=FakeEmbedder())
+    repo.write("pkg/util.py", UTIL + "\n\ndef backoff(n):\n    return 2 ** n\n")
+    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
+    repo.commit("add backoff and a module")
+    embedder = _ThreadRecordingEmbedder()
+    later = _update_with_vectors_later(repo, db, embedder)
+    built, _ = index(repo, twin, embedder=FakeEmbedder())
+    # one model thread: the caller's own work has the other core meanwhile
+    assert embedder.threads and all(t.startswith("index-vectors") and t.endswith("/1")
+                                    for t in embedder.threads)
+    assert later.embedded == built.embedded > 0 and later.reused == built.reused
+    assert later.digest == built.digest and later.truncated == built.truncated
+    assert table_dump(db) == table_dump(twin)
+    query = "SELECT text_hash, vector FROM embeddings ORDER BY text_hash"
+    with IndexStore.open_existing(db) as store, IndexStore.open_existing(twin) as other:
+        assert store.query(query) == other.query(query)
+        assert store.manifest == dataclasses.replace(
+            other.manifest, build_id=store.manifest.build_id,
+            built_at=store.manifest.built_at)
+
+
+def test_an_index_built_with_vectors_later_is_complete_but_for_them_until_finished(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db, embedder=FakeEmbedder())
+    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
+    head = repo.commit("add a module")
+    with start_index(open_repository(repo.path), "HEAD", db, IndexOptions(), FakeEmbedder(),
+                     SilentProgress()) as build:
+        with IndexStore.open_existing(db) as store:  # readable meanwhile: rows, revision
+            assert store.manifest is not None and store.manifest.revision == head
+            missing = store.text_hashes() - store.embedded_hashes()
+            assert missing and store.query(
+                "SELECT count(*) FROM chunks WHERE path = 'pkg/new.py'")[0][0] > 0
+        result = build.finish()
+        assert build.finish() is result  # stored once
+    with IndexStore.open_existing(db) as store:
+        assert store.text_hashes() <= store.embedded_hashes()
+
+
+def test_an_index_without_a_model_is_built_alike_with_vectors_later(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db, twin = tmp_path / "index.duckdb", tmp_path / "twin.duckdb"
+    index(repo, db)
+    index(repo, twin)
+    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
+    repo.commit("add a module")
+    later = _update_with_vectors_later(repo, db, None)
+    built, _ = index(repo, twin)
+    assert later.digest == built.digest and later.embedded == 0
+    assert table_dump(db) == table_dump(twin)
+
+
+def test_a_model_failing_in_the_worker_fails_the_finish(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db, embedder=FakeEmbedder())
+    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
+    repo.commit("add a module")
+    with pytest.raises(EmbeddingError, match="interrupted"):
+        _update_with_vectors_later(repo, db, _InterruptedEmbedder(batches=0))
 
 
 def test_same_revision_twice_is_a_noop_with_the_same_digest(
@@ -537,10 +630,10 @@ class _InterruptedEmbedder(FakeEmbedder):
         super().__init__()
         self._batches = batches
 
-    def embed(self, texts: Sequence[str]) -> Embeddings:
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> Embeddings:
         if len(self.calls) >= self._batches:
             raise EmbeddingError("interrupted")
-        return super().embed(texts)
+        return super().embed(texts, threads)
 
 
 def test_a_build_interrupted_while_embedding_is_resumed(make_repo: Callable[..., GitRepo],

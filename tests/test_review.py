@@ -221,6 +221,19 @@ def test_base_index_stays_valid_for_the_base(
     assert again.digest == before
 
 
+def test_the_head_index_is_a_build_of_the_head_vectors_included(
+        reviewed: tuple[GitRepo, str, str, Path, dict[str, Any]]) -> None:
+    # The head's vectors are computed while the review goes on, and stored before the
+    # analysis: the file left behind is the head's index, whole.
+    repo, _base, head, tmp, data = reviewed
+    fresh = build_index(open_repository(repo.path), head, tmp / "fresh-head.duckdb",
+                        IndexOptions(), FakeEmbedder(), SilentProgress())
+    with IndexStore.open_existing(tmp / "out" / HEAD_INDEX_NAME) as store:
+        assert store.digest() == fresh.digest
+        assert store.text_hashes() <= store.embedded_hashes()
+    assert data["index"]["embedded"] > 0
+
+
 def test_two_runs_write_the_same_evidence(make_repo: Callable[..., GitRepo],
                                           tmp_path: Path) -> None:
     repo, base, head = pr_repo(make_repo)

@@ -13,14 +13,15 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 
 from pr_context.defaults import COCHANGE_COMMITS
-from pr_context.embed import Embedder
+from pr_context.embed import Embedder, Embeddings
 from pr_context.errors import GitError
 from pr_context.git import (
     BlobReader,
@@ -48,12 +49,17 @@ from pr_context.policy import (
 from pr_context.progress import Progress
 from pr_context.retrieve.lexical import LEXICAL_VERSION
 
-__all__ = ["COCHANGE_COMMITS", "IndexOptions", "IndexResult", "build_index",
-           "complete_index", "policy_at"]
+__all__ = ["COCHANGE_COMMITS", "IndexBuild", "IndexOptions", "IndexResult", "build_index",
+           "complete_index", "policy_at", "start_index"]
 
 PARSE_WORKERS = 2  # the runners this targets have 2 cores
 COCHANGE_MAX_FILES = 30  # larger commits are bulk edits, not evidence of coupling
 EMBED_GROUP = 256  # texts per model call and per committed transaction
+# Model threads of a build whose vectors are computed while its caller works on
+# (start_index): the caller's Python keeps one core busy, and on a 2-core runner a
+# second model thread only slows it (a sphinx review: 9.3-9.8 s with one, 10.7-11.0 s
+# with two).
+EMBED_THREADS_ALONGSIDE = 1
 NO_MODEL = "none"
 
 
@@ -106,6 +112,113 @@ def build_index(
     :raises ConfigError: the repository's config file is invalid.
     :raises ShardError: ``db_path`` holds a shard and this build is not of a shard.
     """
+    result, _ = _build(repo, rev, db_path, options, embedder, progress, None)
+    return result
+
+
+def start_index(
+    repo: Repository,
+    rev: str,
+    db_path: Path,
+    options: IndexOptions,
+    embedder: Embedder | None,
+    progress: Progress,
+) -> IndexBuild:
+    """``build_index``, but the vectors of the texts it must embed are computed in a
+    worker thread while the caller goes on (ONNX Runtime runs without the GIL).
+
+    On return the index holds every row and its manifest names ``rev``; the vectors are
+    stored by ``IndexBuild.finish``, in the calling thread (DuckDB's connection is not
+    shared). Until then the file has no vector for those texts: it is for a scratch
+    copy whose owner waits before reading vectors (``review``'s head index), never for
+    the index a build keeps. Raises what ``build_index`` raises.
+    """
+    pool = ThreadPoolExecutor(1, thread_name_prefix="index-vectors")
+    try:
+        result, todo = _build(repo, rev, db_path, options, embedder, progress, pool)
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+    max_tokens = embedder.max_tokens if todo and embedder is not None else 0
+    return IndexBuild(db_path, max_tokens, progress, result, todo, pool)
+
+
+class IndexBuild:
+    """An index whose vectors are still being computed (see ``start_index``).
+
+    ``finish`` waits for them, stores them and gives the complete build's result, the
+    one ``build_index`` gives; later calls give it again. Leaving the ``with`` block
+    without ``finish`` waits for the worker and stores nothing.
+    """
+
+    def __init__(self, db_path: Path, max_tokens: int, progress: Progress,
+                 result: IndexResult, todo: list[_VectorGroup],
+                 pool: ThreadPoolExecutor) -> None:
+        self._db_path = db_path
+        self._max_tokens = max_tokens  # the model's: longer texts were truncated
+        self._progress = progress
+        self._result = result
+        self._todo = todo
+        self._pool = pool
+        self._finished: IndexResult | None = None
+
+    def __enter__(self) -> IndexBuild:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+    def finish(self) -> IndexResult:
+        """The build's result once its vectors are stored.
+
+        :raises EmbeddingError: the model failed on a text.
+        :raises IndexFileError: the index cannot be written.
+        """
+        if self._finished is None:
+            started = time.perf_counter()
+            truncated, digest = self._store_vectors()
+            self._pool.shutdown()
+            waited = time.perf_counter() - started
+            self._finished = replace(self._result, truncated=truncated, digest=digest,
+                                     seconds=round(self._result.seconds + waited, 3))
+        return self._finished
+
+    def _store_vectors(self) -> tuple[int, str]:
+        """Wait for each group's vectors and store them; the index's truncated count and
+        digest with them."""
+        if not self._todo:
+            return self._result.truncated, self._result.digest
+        self._progress.start("embedding chunks", sum(len(g.hashes) for g in self._todo))
+        with IndexStore.open_existing(self._db_path, writable=True) as store:
+            for group in self._todo:
+                found = group.vectors.result()
+                store.add_embeddings(group.hashes, found.vectors, found.token_counts,
+                                     self._max_tokens)
+                self._progress.advance(len(group.hashes))
+            _record_dimension(store)
+            self._progress.finish()
+            return _truncated_count(store), store.digest()
+
+
+@dataclass(frozen=True)
+class _VectorGroup:
+    """Texts (by hash) whose vectors a worker computes."""
+
+    hashes: list[str]
+    vectors: Future[Embeddings]
+
+
+def _build(
+    repo: Repository,
+    rev: str,
+    db_path: Path,
+    options: IndexOptions,
+    embedder: Embedder | None,
+    progress: Progress,
+    pool: ThreadPoolExecutor | None,
+) -> tuple[IndexResult, list[_VectorGroup]]:
+    """``build_index``; with ``pool``, the texts to embed are handed to it instead, and
+    returned with their vectors to come."""
     started = time.perf_counter()
     warnings: list[str] = []
 
@@ -138,7 +251,13 @@ def build_index(
                  else Parsing(changes.files, blobs, policy, progress, parsers, keep_texts))
         rows = parse.rows()
         parsers.stop()
-        embedded, reused = _embed_missing(store, rows, embedder, progress)
+        todo: list[_VectorGroup] = []
+        if pool is not None and embedder is not None:
+            new_texts, reused = _missing_texts(store, rows)
+            todo = _submit_texts(pool, embedder, new_texts)
+            embedded = len(new_texts)
+        else:
+            embedded, reused = _embed_missing(store, rows, embedder, progress)
         store.replace_paths(changes.removed, rows.tables())
         manifest = complete_index(store, replace(wanted, revision=sha), history)
         counts = store.counts()
@@ -160,7 +279,7 @@ def build_index(
             digest=store.digest(),
             build_id=manifest.build_id,
             warnings=tuple(warnings),
-        )
+        ), todo
 
 
 def complete_index(store: IndexStore, manifest: Manifest,
@@ -274,12 +393,7 @@ def _embed_missing(
     """Embed every text the index will hold but has no vector for. Returns (embedded, reused)."""
     if embedder is None:
         return 0, 0
-    have = store.embedded_hashes()
-    new_texts = {h: t for h, t in rows.texts.items() if h not in have}
-    # Chunks kept from the previous revision that lack a vector (an interrupted build).
-    kept = store.text_hashes() - have - set(new_texts)
-    new_texts.update(store.chunk_texts(kept))
-    reused = len(rows.texts) - len(set(rows.texts) & set(new_texts))
+    new_texts, reused = _missing_texts(store, rows)
     todo = sorted(new_texts)
     if not todo:
         return 0, reused
@@ -291,6 +405,36 @@ def _embed_missing(
         progress.advance(len(group))
     progress.finish()
     return len(todo), reused
+
+
+def _missing_texts(store: IndexStore, rows: Rows) -> tuple[dict[str, str], int]:
+    """text_hash -> text of every text the index will hold but has no vector for, and
+    how many of ``rows``' texts already have one."""
+    have = store.embedded_hashes()
+    new_texts = {h: t for h, t in rows.texts.items() if h not in have}
+    # Chunks kept from the previous revision that lack a vector (an interrupted build).
+    kept = store.text_hashes() - have - set(new_texts)
+    new_texts.update(store.chunk_texts(kept))
+    reused = len(rows.texts) - len(set(rows.texts) & set(new_texts))
+    return new_texts, reused
+
+
+def _submit_texts(pool: ThreadPoolExecutor, embedder: Embedder,
+                  texts: Mapping[str, str]) -> list[_VectorGroup]:
+    """The texts handed to ``pool`` in the groups ``_embed_missing`` embeds them in."""
+    todo = sorted(texts)
+    groups = [todo[i : i + EMBED_GROUP] for i in range(0, len(todo), EMBED_GROUP)]
+    return [_VectorGroup(group, pool.submit(embedder.embed, [texts[h] for h in group],
+                                            EMBED_THREADS_ALONGSIDE))
+            for group in groups]
+
+
+def _record_dimension(store: IndexStore) -> None:
+    """The manifest's vector width, once the first vectors of an index are stored."""
+    assert store.manifest is not None
+    dimension = store.embedding_dimension()
+    if store.manifest.embedding_dimension != dimension:
+        store.write_manifest(replace(store.manifest, embedding_dimension=dimension))
 
 
 def _indexed_paths(store: IndexStore) -> set[str]:
