@@ -304,6 +304,8 @@ def line_text(section: Section, line: int) -> str:
 
 def text_names(text: str, target: Target, docs: LinkIndex) -> bool:
     """A docstring's ``text`` names ``target``: qualified, or bare as ``ref_names`` allows."""
+    if target.name not in text:  # both patterns need it verbatim: no regex for most texts
+        return False
     qualified = re.search(rf"(?<![\w$])(?:\w+\.)+{re.escape(target.name)}(?![\w$])", text)
     if qualified and _qualified(qualified.group(0), target):
         return True
