@@ -201,8 +201,7 @@ def test_vectors_computed_in_a_worker_give_the_index_a_build_gives(
     later = _update_with_vectors_later(repo, db, embedder)
     built, _ = index(repo, twin, embedder=FakeEmbedder())
     # one model thread: the caller's own work has the other core meanwhile
-    assert embedder.threads and all(t.startswith("index-vectors") and t.endswith("/1")
-                                    for t in embedder.threads)
+    assert embedder.threads and all(t.endswith("/1") for t in embedder.threads)
     assert later.embedded == built.embedded > 0 and later.reused == built.reused
     assert later.digest == built.digest and later.truncated == built.truncated
     assert table_dump(db) == table_dump(twin)
@@ -212,6 +211,42 @@ def test_vectors_computed_in_a_worker_give_the_index_a_build_gives(
         assert store.manifest == dataclasses.replace(
             other.manifest, build_id=store.manifest.build_id,
             built_at=store.manifest.built_at)
+
+
+class _HeldWorkerEmbedder(_ThreadRecordingEmbedder):
+    """Holds the worker thread's first batch until the waiting caller has embedded two."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.caller_embedded = threading.Event()
+
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> Embeddings:
+        if threading.current_thread() is not threading.main_thread():
+            assert self.caller_embedded.wait(timeout=60)
+            return super().embed(texts, threads)
+        found = super().embed(texts, threads)
+        if sum(t.startswith("MainThread") for t in self.threads) == 2:
+            self.caller_embedded.set()
+        return found
+
+
+def test_the_caller_embeds_the_texts_the_worker_has_not_begun(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db, twin = tmp_path / "index.duckdb", tmp_path / "twin.duckdb"
+    index(repo, db, embedder=FakeEmbedder())
+    index(repo, twin, embedder=FakeEmbedder())
+    repo.write("pkg/many.py", "".join(f"def f{i}(x):\n    return x + {i}\n\n\n"
+                                      for i in range(30)))
+    repo.commit("add many functions")
+    embedder = _HeldWorkerEmbedder()
+    later = _update_with_vectors_later(repo, db, embedder)
+    built, _ = index(repo, twin, embedder=FakeEmbedder())
+    places = [t.split("/")[0] for t in embedder.threads]
+    assert places.count("MainThread") >= 2 and any(p != "MainThread" for p in places)
+    assert len(embedder.embedded_texts) == len(set(embedder.embedded_texts)) == built.embedded
+    assert later.digest == built.digest
+    assert table_dump(db) == table_dump(twin)
 
 
 def test_an_index_built_with_vectors_later_is_complete_but_for_them_until_finished(

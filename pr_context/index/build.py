@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
+
 from pr_context.defaults import COCHANGE_COMMITS
 from pr_context.embed import Embedder, Embeddings
 from pr_context.errors import GitError
@@ -60,6 +62,9 @@ EMBED_GROUP = 256  # texts per model call and per committed transaction
 # second model thread only slows it (a sphinx review: 9.3-9.8 s with one, 10.7-11.0 s
 # with two).
 EMBED_THREADS_ALONGSIDE = 1
+# Texts per task of that worker: few, so that the caller, once it waits for the vectors,
+# embeds the tasks not yet begun itself, on the other core.
+EMBED_TASK_ALONGSIDE = 8
 NO_MODEL = "none"
 
 
@@ -139,23 +144,23 @@ def start_index(
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
-    max_tokens = embedder.max_tokens if todo and embedder is not None else 0
-    return IndexBuild(db_path, max_tokens, progress, result, todo, pool)
+    return IndexBuild(db_path, embedder, progress, result, todo, pool)
 
 
 class IndexBuild:
     """An index whose vectors are still being computed (see ``start_index``).
 
-    ``finish`` waits for them, stores them and gives the complete build's result, the
-    one ``build_index`` gives; later calls give it again. Leaving the ``with`` block
-    without ``finish`` waits for the worker and stores nothing.
+    ``finish`` waits for them (embedding the texts the worker has not begun itself),
+    stores them and gives the complete build's result, the one ``build_index`` gives;
+    later calls give it again. Leaving the ``with`` block without ``finish`` waits for
+    the worker and stores nothing.
     """
 
-    def __init__(self, db_path: Path, max_tokens: int, progress: Progress,
+    def __init__(self, db_path: Path, embedder: Embedder | None, progress: Progress,
                  result: IndexResult, todo: list[_VectorGroup],
                  pool: ThreadPoolExecutor) -> None:
         self._db_path = db_path
-        self._max_tokens = max_tokens  # the model's: longer texts were truncated
+        self._embedder = embedder
         self._progress = progress
         self._result = result
         self._todo = todo
@@ -186,25 +191,44 @@ class IndexBuild:
     def _store_vectors(self) -> tuple[int, str]:
         """Wait for each group's vectors and store them; the index's truncated count and
         digest with them."""
-        if not self._todo:
+        if not self._todo or self._embedder is None:
             return self._result.truncated, self._result.digest
         self._progress.start("embedding chunks", sum(len(g.hashes) for g in self._todo))
+        done = self._embed_unbegun(self._embedder)
+        found = [done[i] if i in done else self._worker_vectors(group)
+                 for i, group in enumerate(self._todo)]
+        self._progress.finish()
         with IndexStore.open_existing(self._db_path, writable=True) as store:
-            for group in self._todo:
-                found = group.vectors.result()
-                store.add_embeddings(group.hashes, found.vectors, found.token_counts,
-                                     self._max_tokens)
-                self._progress.advance(len(group.hashes))
+            store.add_embeddings([h for group in self._todo for h in group.hashes],
+                                 np.concatenate([f.vectors for f in found]),
+                                 [n for f in found for n in f.token_counts],
+                                 self._embedder.max_tokens)
             _record_dimension(store)
-            self._progress.finish()
             return _truncated_count(store), store.digest()
+
+    def _worker_vectors(self, group: _VectorGroup) -> Embeddings:
+        found = group.vectors.result()
+        self._progress.advance(len(group.hashes))
+        return found
+
+    def _embed_unbegun(self, embedder: Embedder) -> dict[int, Embeddings]:
+        """The vectors of the tasks the worker has not begun, computed here from the last
+        one back while the worker goes on from the first (both cores busy)."""
+        done: dict[int, Embeddings] = {}
+        for i in reversed(range(len(self._todo))):
+            group = self._todo[i]
+            if group.vectors.cancel():
+                done[i] = embedder.embed(group.texts, EMBED_THREADS_ALONGSIDE)
+                self._progress.advance(len(group.hashes))
+        return done
 
 
 @dataclass(frozen=True)
 class _VectorGroup:
-    """Texts (by hash) whose vectors a worker computes."""
+    """Texts (and their hashes) whose vectors a worker computes."""
 
     hashes: list[str]
+    texts: list[str]
     vectors: Future[Embeddings]
 
 
@@ -421,12 +445,15 @@ def _missing_texts(store: IndexStore, rows: Rows) -> tuple[dict[str, str], int]:
 
 def _submit_texts(pool: ThreadPoolExecutor, embedder: Embedder,
                   texts: Mapping[str, str]) -> list[_VectorGroup]:
-    """The texts handed to ``pool`` in the groups ``_embed_missing`` embeds them in."""
+    """The texts handed to ``pool``, a task per ``EMBED_TASK_ALONGSIDE`` of them (the
+    ONNX backends' vectors do not depend on a text's batch-mates; torch's may, in the
+    last bits, as between any two builds)."""
     todo = sorted(texts)
-    groups = [todo[i : i + EMBED_GROUP] for i in range(0, len(todo), EMBED_GROUP)]
-    return [_VectorGroup(group, pool.submit(embedder.embed, [texts[h] for h in group],
-                                            EMBED_THREADS_ALONGSIDE))
-            for group in groups]
+    groups = [todo[i : i + EMBED_TASK_ALONGSIDE]
+              for i in range(0, len(todo), EMBED_TASK_ALONGSIDE)]
+    return [_VectorGroup(group, batch, pool.submit(embedder.embed, batch,
+                                                   EMBED_THREADS_ALONGSIDE))
+            for group in groups for batch in [[texts[h] for h in group]]]
 
 
 def _record_dimension(store: IndexStore) -> None:
