@@ -186,9 +186,11 @@ def base_index(variant: Variant, repo: Path, base: str, identity: str) -> Path:
     """A pristine index of ``base`` for ``variant``: lexical rows, random vectors.
 
     Built once per source tree and base: another variant of the same tree gets a copy
-    recording its own backend (the rows and vectors do not depend on it).
+    recording its own backend (the rows and vectors do not depend on it). A baseline's
+    indexes are kept apart per baseline revision (another revision's schema may differ).
     """
-    pristine = WORK / "indexes" / variant.name / f"{base[:12]}.duckdb"
+    kept = variant.name if variant.source == ROOT else variant.source.name
+    pristine = WORK / "indexes" / kept / f"{base[:12]}.duckdb"
     built = _BUILT.get((variant.source, base))
     if not pristine.is_file() and built is not None:
         pristine.parent.mkdir(parents=True, exist_ok=True)
