@@ -348,6 +348,10 @@ def _lean_packages(figures: dict[str, Any]) -> str:
     return f"{figures['lean_packages']} distributions, the MCP SDK {mcp}; "
 
 
+def _text_of(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
 def _with_startup(doc: str, section: str) -> str:
     """``doc`` with its start-up section replaced by (or ending with) ``section``."""
     head = doc.split(STARTUP_HEADING, 1)[0].rstrip("\n")
@@ -413,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
     report = render(figures)
     if startup is not None:
         report = _with_startup(report, render_startup(startup))
+    elif args.doc and STARTUP_HEADING in _text_of(args.doc):
+        # Not measured this time: the document keeps its last start-up section.
+        kept = _text_of(args.doc).split(STARTUP_HEADING, 1)[1]
+        report = _with_startup(report, STARTUP_HEADING + kept)
     if args.doc:
         args.doc.write_text(report, encoding="utf-8")
     print(report)
