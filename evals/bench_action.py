@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         assert startup is not None
         section = render_startup(startup)
         if args.doc:
-            old = args.doc.read_text(encoding="utf-8") if args.doc.is_file() else ""
+            old = _text_of(args.doc)
             args.doc.write_text(_with_startup(old, section), encoding="utf-8")
         print(section)
         return 0
@@ -417,10 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     report = render(figures)
     if startup is not None:
         report = _with_startup(report, render_startup(startup))
-    elif args.doc and STARTUP_HEADING in _text_of(args.doc):
+    elif args.doc and STARTUP_HEADING in (old_doc := _text_of(args.doc)):
         # Not measured this time: the document keeps its last start-up section.
-        kept = _text_of(args.doc).split(STARTUP_HEADING, 1)[1]
-        report = _with_startup(report, STARTUP_HEADING + kept)
+        report = _with_startup(report, STARTUP_HEADING + old_doc.split(STARTUP_HEADING, 1)[1])
     if args.doc:
         args.doc.write_text(report, encoding="utf-8")
     print(report)

@@ -116,12 +116,6 @@ def gerund_base(word: str, known: set[str]) -> str:
     return candidates[0] if candidates[0] != stem + "e" else stem
 
 
-def _conjugated(verb: str) -> str:
-    """The third person of a verb, after its adverb if it has one."""
-    *adverb, base = verb.split(" ")
-    return " ".join([*adverb, third_person(base)])
-
-
 def _is_adverb_before_verb(words: list[str]) -> bool:
     """"Deeply merge", "Always return": an adverb, then a verb."""
     first = words[0].lower()
@@ -149,12 +143,13 @@ def sentence_question(sentence: str, package: str, kind: str, rng: random.Random
     """A question or search phrase asking for what ``sentence`` describes."""
     words = sentence.split()
     # "Deeply merge two dicts": the adverb stays in front of its verb ("deeply merges").
-    adverb = [words.pop(0).lower()] if _is_adverb_before_verb(words) else []
+    adverb = f"{words.pop(0).lower()} " if _is_adverb_before_verb(words) else ""
     if _verb_first(words, kind):
-        verb, rest = " ".join([*adverb, base_verb(words[0])]), " ".join(words[1:])
+        base, rest = base_verb(words[0]), " ".join(words[1:])
+        verb, third = adverb + base, adverb + third_person(base)
         forms = [f"how does {package} {verb} {rest}?",
-                 f"where is the code that {_conjugated(verb)} {rest}?",
-                 f"which {'class' if kind == 'class' else 'function'} {_conjugated(verb)} "
+                 f"where is the code that {third} {rest}?",
+                 f"which {'class' if kind == 'class' else 'function'} {third} "
                  f"{rest}?",
                  f"{verb} {rest}"]
     else:

@@ -147,6 +147,7 @@ def start_index(
     return IndexBuild(db_path, embedder, progress, result, todo, pool)
 
 
+@dataclass
 class IndexBuild:
     """An index whose vectors are still being computed (see ``start_index``).
 
@@ -156,22 +157,19 @@ class IndexBuild:
     the worker and stores nothing.
     """
 
-    def __init__(self, db_path: Path, embedder: Embedder | None, progress: Progress,
-                 result: IndexResult, todo: list[_VectorGroup],
-                 pool: ThreadPoolExecutor) -> None:
-        self._db_path = db_path
-        self._embedder = embedder
-        self._progress = progress
-        self._result = result
-        self._todo = todo
-        self._pool = pool
-        self._finished: IndexResult | None = None
+    db_path: Path
+    embedder: Embedder | None
+    progress: Progress
+    result: IndexResult  # without the vectors
+    todo: list[_VectorGroup]
+    pool: ThreadPoolExecutor
+    _finished: IndexResult | None = field(default=None, init=False)
 
     def __enter__(self) -> IndexBuild:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._pool.shutdown(cancel_futures=True)
+        self.pool.shutdown(cancel_futures=True)
 
     def finish(self) -> IndexResult:
         """The build's result once its vectors are stored.
@@ -182,44 +180,44 @@ class IndexBuild:
         if self._finished is None:
             started = time.perf_counter()
             truncated, digest = self._store_vectors()
-            self._pool.shutdown()
+            self.pool.shutdown()
             waited = time.perf_counter() - started
-            self._finished = replace(self._result, truncated=truncated, digest=digest,
-                                     seconds=round(self._result.seconds + waited, 3))
+            self._finished = replace(self.result, truncated=truncated, digest=digest,
+                                     seconds=round(self.result.seconds + waited, 3))
         return self._finished
 
     def _store_vectors(self) -> tuple[int, str]:
         """Wait for each group's vectors and store them; the index's truncated count and
         digest with them."""
-        if not self._todo or self._embedder is None:
-            return self._result.truncated, self._result.digest
-        self._progress.start("embedding chunks", sum(len(g.hashes) for g in self._todo))
-        done = self._embed_unbegun(self._embedder)
+        if not self.todo or self.embedder is None:
+            return self.result.truncated, self.result.digest
+        self.progress.start("embedding chunks", sum(len(g.hashes) for g in self.todo))
+        done = self._embed_unbegun(self.embedder)
         found = [done[i] if i in done else self._worker_vectors(group)
-                 for i, group in enumerate(self._todo)]
-        self._progress.finish()
-        with IndexStore.open_existing(self._db_path, writable=True) as store:
-            store.add_embeddings([h for group in self._todo for h in group.hashes],
+                 for i, group in enumerate(self.todo)]
+        self.progress.finish()
+        with IndexStore.open_existing(self.db_path, writable=True) as store:
+            store.add_embeddings([h for group in self.todo for h in group.hashes],
                                  np.concatenate([f.vectors for f in found]),
                                  [n for f in found for n in f.token_counts],
-                                 self._embedder.max_tokens)
+                                 self.embedder.max_tokens)
             _record_dimension(store)
             return _truncated_count(store), store.digest()
 
     def _worker_vectors(self, group: _VectorGroup) -> Embeddings:
         found = group.vectors.result()
-        self._progress.advance(len(group.hashes))
+        self.progress.advance(len(group.hashes))
         return found
 
     def _embed_unbegun(self, embedder: Embedder) -> dict[int, Embeddings]:
         """The vectors of the tasks the worker has not begun, computed here from the last
         one back while the worker goes on from the first (both cores busy)."""
         done: dict[int, Embeddings] = {}
-        for i in reversed(range(len(self._todo))):
-            group = self._todo[i]
+        for i in reversed(range(len(self.todo))):
+            group = self.todo[i]
             if group.vectors.cancel():
                 done[i] = embedder.embed(group.texts, EMBED_THREADS_ALONGSIDE)
-                self._progress.advance(len(group.hashes))
+                self.progress.advance(len(group.hashes))
         return done
 
 
