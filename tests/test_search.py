@@ -22,6 +22,7 @@ from pr_context.retrieve.signals import bm25_scores, structure_ranking
 from pr_context.retrieve.tokens import (
     identifiers,
     proper_names,
+    run_together_names,
     stem,
     technology_names,
     tokenize,
@@ -105,6 +106,21 @@ def test_tokenizer_splits_identifiers_and_keeps_them_whole() -> None:
     assert stem("suggestions") == stem("suggestion") == stem("suggest")
     assert identifiers("where is `create_session` and Map.bind, ExpiredTokenError?") == [
         "create_session", "Map.bind", "ExpiredTokenError"]
+
+
+def test_a_name_typed_run_together_in_lower_case_is_read_as_that_name(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    assert run_together_names("where is tokentype or TokenType, token_type returned") == [
+        "tokentype", "returned"]
+    searcher = Searcher(None, SilentProgress())  # lexical only: the words alone decide
+    corpus = searcher.corpus(open_repository(make_repo(FILES).path), "HEAD",
+                             tmp_path / "lex.duckdb")
+    # The index keeps ``create_session`` whole; the stemmer would cut the typed form.
+    assert corpus.query_tokens("who calls createsession") == ["call", "createsession"]
+    assert corpus.query_tokens("a tokentype") == ["tokentyp"]  # no such name here
+    outcome = searcher.search(corpus, "where is createsession called")
+    assert outcome.message is None
+    assert outcome.hits[0].symbol == "shop.session.create_session"
 
 
 FIELD_FILES = {

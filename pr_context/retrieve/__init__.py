@@ -291,7 +291,7 @@ def _known(corpus: SearchCorpus, word: str) -> bool:
     """Whether the codebase uses ``word``, or the word it negates or mistakes."""
     forms = [word] + [word[len(p):] for p in _NEGATING_PREFIXES
                       if word.lower().startswith(p) and len(word) - len(p) >= 4]
-    return any(set(tokenize(form)) & corpus.vocabulary for form in forms)
+    return any(set(corpus.query_tokens(form)) & corpus.vocabulary for form in forms)
 
 
 def _unrelated_rare_words(corpus: SearchCorpus, rare_words: frozenset[str],
@@ -339,8 +339,8 @@ def _lexical_coverage(corpus: SearchCorpus, query: str, bm25: list[tuple[int, fl
     """The share of the query's own words (not its code, quoted values or intent words)
     that its best lexical match holds."""
     asked_for = set(tokenize(" ".join(intent_words(query, corpus.role_markers))))
-    words = (set(tokenize(prose_of(query), drop_stopwords=True))
-             or set(tokenize(query, drop_stopwords=True))) - asked_for
+    words = (set(corpus.query_tokens(prose_of(query)))
+             or set(corpus.query_tokens(query))) - asked_for
     if not words or not bm25:
         return 0.0
     return len(words & set(tokenize(corpus.texts[bm25[0][0]]))) / len(words)

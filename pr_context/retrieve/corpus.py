@@ -21,7 +21,7 @@ from pr_context.parse.code_paths import absolute_module, module_path
 from pr_context.retrieve.anchors import AnchorIndex
 from pr_context.retrieve.lexical import LexicalModel, Postings, lexical_model
 from pr_context.retrieve.messages import MessageIndex
-from pr_context.retrieve.tokens import tokenize
+from pr_context.retrieve.tokens import run_together_names, stem, tokenize
 from pr_context.roles import is_history
 
 if TYPE_CHECKING:
@@ -188,6 +188,17 @@ class SearchCorpus:
     def vocabulary(self) -> set[str]:
         """Every token of every chunk."""
         return set(self.bm25.idf)
+
+    def query_tokens(self, text: str) -> list[str]:
+        """``tokenize(text, drop_stopwords=True)``, each word that is one of the
+        codebase's names run together in lower case kept whole (``tokentype`` for ``TokenType``
+        or ``token_type``): people type names so, and the stemmer cuts them
+        (``tokentyp``), while the index keeps each whole name as written."""
+        tokens = tokenize(text, drop_stopwords=True)
+        for word in run_together_names(text):
+            if word in self.vocabulary and stem(word) in tokens:
+                tokens[tokens.index(stem(word))] = word
+        return tokens
 
     @cached_property
     def paths(self) -> set[str]:

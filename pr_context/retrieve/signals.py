@@ -91,7 +91,7 @@ def _top(scores: NDArray[np.float64] | NDArray[np.float32], limit: int) -> Ranki
 def bm25_ranking(corpus: SearchCorpus, query: str, limit: int = CANDIDATES_PER_SIGNAL
                  ) -> Ranking:
     """BM25 over code-aware tokens; only chunks sharing a query token are ranked."""
-    terms = sorted(set(tokenize(query, drop_stopwords=True)))
+    terms = sorted(set(corpus.query_tokens(query)))
     if not terms or not corpus.chunks:
         return []
     return _top(bm25_scores(corpus, terms), limit)

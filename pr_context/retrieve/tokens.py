@@ -15,6 +15,7 @@ __all__ = [
     "identifiers",
     "plain_words",
     "proper_names",
+    "run_together_names",
     "stem",
     "technology_names",
     "tokenize",
@@ -55,6 +56,17 @@ def tokenize(text: str, drop_stopwords: bool = False) -> list[str]:
         if len(parts) > 1 and len(whole) >= MIN_TOKEN_CHARS:
             tokens.append(whole.replace("_", ""))
     return tokens
+
+
+def run_together_names(text: str) -> list[str]:
+    """The one-part lower-case words of ``text`` that stemming would change.
+
+    Such a word may be a name typed run together (``tokentype``); ``tokenize`` keeps a
+    whole identifier only for names of several parts, so only the index can tell.
+    """
+    return [word for word in (m.group() for m in _IDENTIFIER.finditer(text))
+            if word.islower() and len(_CAMEL.findall(word)) == 1 and stem(word) != word
+            and word not in STOPWORDS]
 
 
 def stem(word: str) -> str:
