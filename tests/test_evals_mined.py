@@ -165,8 +165,11 @@ def test_sentences_not_opened_by_a_verb_are_asked_as_a_whole_and_adverbs_stay() 
         "Always return the first item")
     assert "which function applies filters to the stream?" in phrasings(
         "Apply filters to the stream")
+    assert "which function recursively searches for type hints?" in phrasings(
+        "Recursively searches for type hints")
     for sentence in ("If the key does not exist, set it", "True if the lock is held",
-                     "Equivalent to list(items)[index]", "All items that match a rule"):
+                     "Equivalent to list(items)[index]", "All items that match a rule",
+                     "Partially taken from typing.get_type_hints"):
         assert all(sentence[1:].lower() in asked.lower() for asked in phrasings(sentence))
 
 

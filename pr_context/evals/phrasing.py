@@ -116,12 +116,19 @@ def gerund_base(word: str, known: set[str]) -> str:
     return candidates[0] if candidates[0] != stem + "e" else stem
 
 
+def _is_adverb(word: str) -> bool:
+    return word in _ADVERBS or (word.endswith("ly") and len(word) > 4
+                                and word not in _LY_VERBS)
+
+
 def _is_adverb_before_verb(words: list[str]) -> bool:
-    """"Deeply merge", "Always return": an adverb, then a verb."""
-    first = words[0].lower()
-    adverb = first in _ADVERBS or (first.endswith("ly") and len(first) > 4
-                                   and first not in _LY_VERBS)
-    return len(words) > 2 and adverb and _verb_first(words[1:], "function")
+    """"Deeply merge", "Always return", "Recursively searches for": an adverb, then a
+    verb (one in the third person, whatever follows it)."""
+    if len(words) <= 2 or not _is_adverb(words[0].lower()):
+        return False
+    verb = words[1].lower()
+    return _verb_first(words[1:], "function") or (verb.endswith("s")
+                                                  and not verb.endswith("ss"))
 
 
 def _verb_first(words: list[str], kind: str) -> bool:
@@ -132,7 +139,7 @@ def _verb_first(words: list[str], kind: str) -> bool:
     first = words[0].lower()
     second = words[1].lower() if len(words) > 1 else ""
     if (first in _DETERMINERS or first in _NOT_VERBS or first.endswith(_NOT_VERB_ENDINGS)
-            or second in _NOUN_HEADS):
+            or _is_adverb(first) or second in _NOUN_HEADS):
         return False
     if second in _AFTER_VERB:
         return True
@@ -144,7 +151,7 @@ def sentence_question(sentence: str, package: str, kind: str, rng: random.Random
     words = sentence.split()
     # "Deeply merge two dicts": the adverb stays in front of its verb ("deeply merges").
     adverb = f"{words.pop(0).lower()} " if _is_adverb_before_verb(words) else ""
-    if _verb_first(words, kind):
+    if adverb or _verb_first(words, kind):
         base, rest = base_verb(words[0]), " ".join(words[1:])
         verb, third = adverb + base, adverb + third_person(base)
         forms = [f"how does {package} {verb} {rest}?",
