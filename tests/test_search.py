@@ -18,7 +18,7 @@ from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.fusion import detect_intent, role_weight
-from pr_context.retrieve.signals import bm25_scores, structure_ranking
+from pr_context.retrieve.signals import bm25_scores, name_ranking, structure_ranking
 from pr_context.retrieve.tokens import (
     identifiers,
     proper_names,
@@ -121,6 +121,26 @@ def test_a_name_typed_run_together_in_lower_case_is_read_as_that_name(
     outcome = searcher.search(corpus, "where is createsession called")
     assert outcome.message is None
     assert outcome.hits[0].symbol == "shop.session.create_session"
+
+
+def test_a_name_of_query_words_run_together_is_spelled_in_full(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo({"keys.py": (
+        "def hashkey(*args):\n    return args\n\n\n"
+        "def typedmethodkey(self, *args):\n    return hashkey(type(self), *args)\n\n\n"
+        "def readconf(path):\n    return open(path).read()\n")})
+    corpus = Searcher(None, SilentProgress()).corpus(
+        open_repository(repo.path), "HEAD", tmp_path / "lex.duckdb")
+
+    def scores(query: str) -> dict[str | None, float]:
+        return {corpus.chunks[i].symbol: score for i, score in name_ranking(corpus, query)}
+
+    # Three of the query's words, in any order; an abbreviation ("conf" for "configuration").
+    assert scores("a typed cache key for methods") == {"keys.typedmethodkey": 1.0}
+    assert scores("read the configuration file") == {"keys.readconf": 1.0}
+    # A name written as one word is one word, halved as ever; every letter is spelled.
+    assert scores("what is hashkey") == {"keys.hashkey": 0.5}
+    assert scores("a typed key") == {}
 
 
 FIELD_FILES = {

@@ -80,7 +80,8 @@ class SearchCorpus:
 
     def prepare(self) -> None:
         """Build the lazily made search structures now (for steady query latency)."""
-        _ = (self.bm25_postings, self.symbols_by_name_word, self.vocabulary, self.messages,
+        _ = (self.bm25_postings, self.symbols_by_name_word, self.run_together_names,
+             self.vocabulary, self.messages,
              self.anchors,
              self.stub_paths, self.top_modules, self.role_markers)
 
@@ -176,6 +177,18 @@ class SearchCorpus:
         return words
 
     @cached_property
+    def run_together_names(self) -> dict[str, dict[str, str]]:
+        """First three letters -> {symbol: name} for names of one lower-case word long
+        enough to be several run together (``typedmethodkey``, ``getattr``)."""
+        names: dict[str, dict[str, str]] = defaultdict(dict)
+        for symbol, words in self.name_words.items():
+            name = symbol.rsplit(".", 1)[-1].strip("_")
+            if (len(words) == 1 and name.isalpha() and name.islower()
+                    and len(name) >= MIN_RUN_TOGETHER_CHARS):
+                names[name[:3]][symbol] = name
+        return dict(names)
+
+    @cached_property
     def symbols_by_name_word(self) -> dict[str, list[str]]:
         """name word -> symbols whose name contains it (an inverted index of name_words)."""
         index: dict[str, list[str]] = defaultdict(list)
@@ -205,6 +218,7 @@ class SearchCorpus:
         return {c.path for c in self.chunks}
 
 
+MIN_RUN_TOGETHER_CHARS = 6  # two words of three letters, the shortest abbreviation
 MIN_MARKER_CHARS = 4
 MARKER_PRODUCTION_SHARE = 0.05
 

@@ -225,7 +225,8 @@ def name_ranking(corpus: SearchCorpus, query: str) -> Ranking:
     the body is long and shares little else with the query. Scored by the share of the
     name's words present in the query; one-word names count half (mostly English words).
     A name word that starts a longer query word is its abbreviation (``max_len`` for
-    "maximum length", ``init`` for "initializer").
+    "maximum length", ``init`` for "initializer"). A name of one word that is several of
+    the query's words run together counts as spelled in full (``_run_together_matches``).
     """
     words = set(tokenize(query, drop_stopwords=True))
     shared: dict[str, set[str]] = {}
@@ -244,7 +245,47 @@ def name_ranking(corpus: SearchCorpus, query: str) -> Ranking:
         if share >= MIN_NAME_SHARE * (SINGLE_WORD_NAME_FACTOR if len(parts) == 1 else 1):
             for index in corpus.chunk_by_symbol[symbol]:
                 scores[index] = share
+    for index in _run_together_matches(corpus, query):
+        scores[index] = 1.0
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+_LETTERS = re.compile(r"[A-Za-z]+")
+
+
+def _run_together_matches(corpus: SearchCorpus, query: str) -> list[int]:
+    """Chunks of the names that are two or more of the query's words run together,
+    abbreviations allowed: ``typedmethodkey`` for "a typed key for cached methods",
+    ``getattr`` for "get an attribute"."""
+    words = {w.lower() for w in _LETTERS.findall(query) if len(w) >= MIN_ABBREVIATION_CHARS}
+    found = []
+    for prefix in {w[:MIN_ABBREVIATION_CHARS] for w in words}:
+        for symbol, name in corpus.run_together_names.get(prefix, {}).items():
+            if _fewest_words_spelling(name, words) >= 2:
+                found.extend(corpus.chunk_by_symbol[symbol])
+    return found
+
+
+def _fewest_words_spelling(name: str, words: set[str]) -> int:
+    """The fewest of ``words`` (or their abbreviations) that spell ``name`` in turn; 0
+    when they cannot."""
+    fewest = {0: 0}
+    for start in range(len(name)):
+        if start in fewest:
+            for word in words:
+                end = start + _spelled_length(name, start, word)
+                if end > start:
+                    fewest[end] = min(fewest.get(end, len(name)), fewest[start] + 1)
+    return fewest.get(len(name), 0)
+
+
+def _spelled_length(name: str, start: int, word: str) -> int:
+    """How many letters of ``name`` from ``start`` are ``word`` or its abbreviation
+    (its first three letters or more); 0 when neither."""
+    for length in range(min(len(word), len(name) - start), MIN_ABBREVIATION_CHARS - 1, -1):
+        if name.startswith(word[:length], start):
+            return length
+    return 0
 
 
 def usage_ranking(corpus: SearchCorpus, query: str, roles: tuple[str, ...]) -> Ranking:
