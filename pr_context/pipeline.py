@@ -28,6 +28,7 @@ from pr_context.index.store import IndexStore
 from pr_context.progress import Progress
 from pr_context.retrieve import SearchOutcome, search
 from pr_context.retrieve.corpus import SearchCorpus, load_corpus
+from pr_context.retrieve.foreign_names import LANGUAGE_NAMES
 from pr_context.retrieve.fusion import intent_words, prose_of
 from pr_context.retrieve.messages import reported_message
 from pr_context.retrieve.tokens import plain_words, proper_names, technology_names
@@ -124,8 +125,10 @@ class Searcher:
         # (names written as code are judged apart: retrieve/foreign_names.py).
         message = reported_message(query)
         prose = prose_of(query[: len(query.rstrip()) - len(message)] if message else query)
-        # A capitalised compound the codebase defines is one of its classes, not a product.
-        names = [w for w in proper_names(prose) if w not in corpus.definitions_by_name]
+        # A capitalised compound the codebase defines is one of its classes, not a product,
+        # and one the language defines (``KeyboardInterrupt``) is no concept it may lack.
+        names = [w for w in proper_names(prose)
+                 if w not in corpus.definitions_by_name and w not in LANGUAGE_NAMES]
         rare = frozenset(w for w in [*plain_words(prose), *names]
                          if self.embedder is not None and w.lower() not in skip
                          and not _DESCRIBES_HOW.search(w)

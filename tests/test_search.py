@@ -300,6 +300,13 @@ def test_a_rare_word_only_tests_use_names_nothing_the_codebase_does(
     assert asked.hits and asked.hits[0].path == "tests/test_cluster.py"
 
 
+def test_a_name_of_the_language_itself_is_no_concept_the_codebase_lacks(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    outcome = run(shop, "refresh token session raises KeyboardInterrupt when expired")
+    assert outcome.message is None
+    assert outcome.hits
+
+
 def test_a_product_name_the_codebase_never_uses_means_nothing_relevant(
         shop: tuple[Searcher, SearchCorpus]) -> None:
     outcome = run(shop, "keep the refresh token of each session in MongoDatabase")

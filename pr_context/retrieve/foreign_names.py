@@ -21,19 +21,19 @@ from pr_context.retrieve.tokens import identifiers, tokenize
 if TYPE_CHECKING:
     from pr_context.retrieve.corpus import SearchCorpus
 
-__all__ = ["NAME_TYPO_RATIO", "unknown_names"]
+__all__ = ["LANGUAGE_NAMES", "NAME_TYPO_RATIO", "unknown_names"]
 
 # difflib's similarity at or above which a known token is the name mistyped: one wrong
 # letter in a name of seven or more.
 NAME_TYPO_RATIO = 0.85
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
-_LANGUAGE_NAMES = frozenset(dir(builtins)) | frozenset(dir(types))
+LANGUAGE_NAMES = frozenset(dir(builtins)) | frozenset(dir(types))
 
 
 def unknown_names(corpus: SearchCorpus, query: str) -> list[str]:
     """The names ``query`` writes as code, when the codebase mentions none of them."""
     names = sorted({n for n in identifiers(_QUOTED.sub(" ", query))
-                    if "." not in n and n not in _LANGUAGE_NAMES})
+                    if "." not in n and n not in LANGUAGE_NAMES})
     if not names or any(_mentioned(corpus, n) for n in names):
         return []
     return names
