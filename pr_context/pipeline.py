@@ -7,7 +7,7 @@ choosing the embedder an index needs and keeping loaded corpora for reuse.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +40,9 @@ __all__ = ["EmbeddingChoice", "Searcher", "default_onnx_cache", "embedder_for",
 # "hyphenated", "serialize"), and code names that otherwise: absent from the codebase, it
 # is a paraphrase, not a thing the codebase lacks (as "bcrypt", "asyncio", "SMTP" are).
 # Gerunds stay: they name techniques ("backtracking", "sharding", "caching").
+# Name phrases kept embedded by a long-lived searcher (an MCP server): 384 floats each,
+# about 75 MB at most; past it the cache starts again.
+MAX_CACHED_NAME_VECTORS = 50_000
 _DESCRIBES_HOW = re.compile(r"(?:ed|ly|i[sz](?:e|es))$", re.IGNORECASE)
 
 
@@ -99,6 +102,7 @@ class Searcher:
     progress: Progress
     options: IndexOptions = field(default_factory=IndexOptions)
     _corpora: dict[tuple[Path, str], SearchCorpus] = field(default_factory=dict)
+    _name_vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
     def ensure_index(self, repo: Repository, rev: str, db: Path) -> IndexResult:
         return build_index(repo, rev, db, self.options, self.embedder, self.progress)
@@ -134,7 +138,18 @@ class Searcher:
                          and not _DESCRIBES_HOW.search(w)
                          and self.embedder.word_pieces(w) > 1)
         rare |= frozenset(technology_names(prose))
-        return search(corpus, query, k, self.query_vector(corpus, query), path_context, rare)
+        return search(corpus, query, k, self.query_vector(corpus, query), path_context, rare,
+                      self.embed_names if self.embedder is not None else None)
+
+    def embed_names(self, phrases: Sequence[str]) -> np.ndarray:
+        """The vectors of definitions' name phrases, each embedded once per process."""
+        missing = [p for p in dict.fromkeys(phrases) if p not in self._name_vectors]
+        if missing and self.embedder is not None:
+            if len(self._name_vectors) + len(missing) > MAX_CACHED_NAME_VECTORS:
+                self._name_vectors.clear()
+            self._name_vectors.update(zip(missing, self.embedder.embed(missing).vectors,
+                                          strict=True))
+        return np.stack([self._name_vectors[p] for p in phrases])
 
     def query_vector(self, corpus: SearchCorpus, query: str) -> np.ndarray | None:
         if corpus.vectors is None:

@@ -104,3 +104,36 @@ def test_models_with_other_pooling_take_the_library(tmp_path: Path) -> None:
         '"pooling_mode_cls_token": false', '"pooling_mode_cls_token": true'))
     assert mean_pooling_model(str(copy)) is None
     assert mean_pooling_model("sentence-transformers/all-MiniLM-L6-v2") is None
+
+
+SCOPE = '''class CancelScope:
+    """Cancels the tasks started inside it when cancelled or past its deadline."""
+
+    def __init__(self, deadline=None, shield=False):
+        self._deadline = deadline
+        self._shield = shield
+
+    def cancel(self):
+        self._cancel_called = True
+
+    @property
+    def shield(self):
+        return self._shield
+
+    @property
+    def deadline(self):
+        return self._deadline
+'''
+
+
+def test_the_model_reads_what_a_name_means_where_no_word_is_shared(
+        make_repo: Callable[..., GitRepo], tmp_path: Path,
+        real_embedder: SentenceTransformerEmbedder) -> None:
+    searcher = Searcher(real_embedder, SilentProgress())
+    corpus = searcher.corpus(open_repository(make_repo({"scopes.py": SCOPE}).path), "HEAD",
+                             tmp_path / "index.duckdb")
+    outcome = searcher.search(corpus, "the time limit after which the scope cancels its tasks")
+    read = [h for h in outcome.candidates if "name_meaning" in h.components]
+    # "time limit" shares no word with ``deadline``; the model knows what it means.
+    best = max(read, key=lambda h: h.components["name_meaning"])
+    assert best.symbol == "scopes.CancelScope.deadline"

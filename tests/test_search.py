@@ -18,6 +18,7 @@ from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
 from pr_context.retrieve.fusion import detect_intent, role_weight
+from pr_context.retrieve.name_meaning import name_phrase
 from pr_context.retrieve.signals import bm25_scores, name_ranking, structure_ranking
 from pr_context.retrieve.tokens import (
     identifiers,
@@ -141,6 +142,25 @@ def test_a_name_of_query_words_run_together_is_spelled_in_full(
     # A name written as one word is one word, halved as ever; every letter is spelled.
     assert scores("what is hashkey") == {"keys.hashkey": 0.5}
     assert scores("a typed key") == {}
+
+
+def test_a_question_about_the_implementation_reads_the_best_candidates_names(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    searcher, _ = shop
+    assert isinstance(searcher.embedder, FakeEmbedder)
+    calls = searcher.embedder.calls
+    assert name_phrase("anyio._core._tasks.CancelScope.shield") == "cancel scope shield"
+    query = "how does checkout total the cart for a session"
+    calls.clear()
+    outcome = run(shop, query)
+    read = [h for h in outcome.candidates if "name_meaning" in h.components]
+    assert read and all(h.symbol and h.role != "docs" for h in read)
+    assert len(calls) == 2 and "cart checkout" in calls[1]  # the query, then the names
+    calls.clear()
+    assert run(shop, query) == outcome
+    assert len(calls) == 1  # each name is embedded once per searcher
+    asking_for_tests = run(shop, "which tests check create_session")
+    assert not any("name_meaning" in h.components for h in asking_for_tests.candidates)
 
 
 FIELD_FILES = {

@@ -25,8 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pr_context.evals.cases import Group, QueryClass, Target
-from pr_context.evals.phrasing import first_sentence, name_words, sentence_question
+from pr_context.evals.phrasing import first_sentence, sentence_question
 from pr_context.models import Definition, ParsedFile, Role
+from pr_context.retrieve.tokens import identifier_words
 from pr_context.roles import is_history
 
 __all__ = [
@@ -147,12 +148,12 @@ def named_test_drafts(files: Sequence[SourceFile], rng: random.Random, limit: in
 
 
 def _test_phrase(definition: Definition) -> str | None:
-    words = name_words(definition.name)
+    words = identifier_words(definition.name)
     if definition.kind not in ("function", "method") or words[:1] != ["test"]:
         return None
     words = words[1:]
     owner = (definition.parent or "").rsplit(".", 1)[-1]
-    owner_words = [w for w in name_words(owner) if w != "test"] if owner else []
+    owner_words = [w for w in identifier_words(owner) if w != "test"] if owner else []
     if len(words) < MIN_TEST_NAME_WORDS + 1 and owner_words:
         words = owner_words + words
     if len(words) < MIN_TEST_NAME_WORDS or all(w.isdigit() for w in words[1:]):

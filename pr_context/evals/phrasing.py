@@ -15,7 +15,6 @@ __all__ = [
     "base_verb",
     "first_sentence",
     "gerund_base",
-    "name_words",
     "sentence_question",
     "third_person",
 ]
@@ -164,11 +163,3 @@ def sentence_question(sentence: str, package: str, kind: str, rng: random.Random
         forms = [f"where is {phrase} implemented?", phrase,
                  f"which {'class' if kind == 'class' else 'function'} is {phrase}?"]
     return rng.choice(forms)
-
-
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-
-
-def name_words(name: str) -> list[str]:
-    """The words of an identifier, lower-case: ``test_parseHTTPDate`` -> test parse http date."""
-    return [w.lower() for part in name.split("_") for w in _CAMEL.findall(part)]

@@ -27,6 +27,7 @@ from pr_context.retrieve.fusion import (
     prose_of,
     role_weight,
 )
+from pr_context.retrieve.name_meaning import NameEmbedder, name_meaning_ranking
 from pr_context.retrieve.signals import (
     anchor_ranking,
     bm25_ranking,
@@ -127,13 +128,15 @@ class SearchOutcome:
 def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
            query_vector: NDArray[np.float32] | None = None,
            path_context: str | None = None,
-           rare_words: frozenset[str] = frozenset()) -> SearchOutcome:
+           rare_words: frozenset[str] = frozenset(),
+           embed_names: NameEmbedder | None = None) -> SearchOutcome:
     """The ``k`` best chunks for ``query``, or none with a message when nothing is relevant.
 
     ``rare_words`` are the query's prose words and product names that are rare in
     general English (the embedding tokenizer splits them) and the formats, protocols and
     services it names (``TECHNOLOGY_NAMES``); one the codebase never uses, or uses only
-    in chunks unrelated to the query, names a concept it does not have.
+    in chunks unrelated to the query, names a concept it does not have. ``embed_names``
+    embeds the best candidates' names for the ``name_meaning`` signal (none without it).
     """
     intent = detect_intent(query, corpus.role_markers)
     cosines = cosine_scores(corpus, query_vector)
@@ -151,7 +154,9 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
     }
     contributions = fuse(rankings, intent)
     if not INTENT_ROLES[intent.intent]:  # exception classes are definitions
-        _add_second_stage(corpus, rankings, contributions, intent)
+        names = (_NameReader(query_vector, embed_names)
+                 if query_vector is not None and embed_names is not None else None)
+        _add_second_stage(corpus, rankings, contributions, intent, names)
     rewritten = " ".join(tokenize(query, drop_stopwords=True))
     candidates = _ordered(corpus, contributions, lambda i, parts: sum(parts.values()))
     message = _irrelevance(corpus, query, rankings, cosines, rare_words, intent)
@@ -223,13 +228,24 @@ class _Scorer:
         return HISTORY_FACTOR if is_history(path) else 1.0
 
 
+@dataclass(frozen=True)
+class _NameReader:
+    query_vector: NDArray[np.float32]
+    embed: NameEmbedder
+
+
 def _add_second_stage(corpus: SearchCorpus, rankings: dict[str, list[tuple[int, float]]],
-                      contributions: dict[int, dict[str, float]], intent: QueryIntent) -> None:
-    """Fuse in the exception classes the best fused candidates raise and the classes
-    several of them belong to (a second stage: it reads the first's order)."""
+                      contributions: dict[int, dict[str, float]], intent: QueryIntent,
+                      names: _NameReader | None) -> None:
+    """Fuse in the exception classes the best fused candidates raise, the classes
+    several of them belong to and, for a question about the implementation, what their
+    names mean (a second stage: it reads the first's order)."""
     fused = sorted(((i, sum(parts.values())) for i, parts in contributions.items()),
                    key=lambda item: (-item[1], item[0]))
     second = {"raised": raised_ranking(corpus, fused), "owner": owner_ranking(corpus, fused)}
+    if names is not None and intent.intent == "implementation":
+        second["name_meaning"] = name_meaning_ranking(corpus, fused, names.query_vector,
+                                                      names.embed)
     rankings.update(second)
     for index, part in fuse(second, intent).items():
         contributions.setdefault(index, {}).update(part)

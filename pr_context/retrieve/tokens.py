@@ -12,6 +12,7 @@ import re
 __all__ = [
     "STOPWORDS",
     "TECHNOLOGY_NAMES",
+    "identifier_words",
     "identifiers",
     "plain_words",
     "proper_names",
@@ -126,6 +127,12 @@ def technology_names(text: str) -> list[str]:
     """The ``TECHNOLOGY_NAMES`` written in ``text``'s prose, in order, without repeats."""
     return list(dict.fromkeys(m.group() for m in _PROSE_WORD.finditer(text)
                               if m.group().lower() in TECHNOLOGY_NAMES))
+
+
+def identifier_words(name: str) -> list[str]:
+    """The words of an identifier, lower-case and whole: ``test_parseHTTPDate`` -> test
+    parse http date."""
+    return [w.lower() for part in name.split("_") for w in _CAMEL.findall(part)]
 
 
 def identifiers(text: str) -> list[str]:
