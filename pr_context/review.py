@@ -10,7 +10,9 @@ summary.md. Nothing here prints.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -31,6 +33,7 @@ from pr_context.errors import (
     IndexFileError,
     UnknownRevisionError,
 )
+from pr_context.forked import Forked, fork_work
 from pr_context.git import (
     BlobReader,
     Repository,
@@ -119,6 +122,9 @@ class ReviewOptions:
     # False: coverage data that cannot be used is a note (Report.coverage_problem), and
     # the review goes on without it; True: it is an error
     coverage_required: bool = True
+    # True: the base side's symbols are analysed in a forked child, on the second core,
+    # while this process analyses the head's (``_analyse_all``); the same report either way
+    fork: bool = True
 
 
 @dataclass(frozen=True)
@@ -257,7 +263,8 @@ def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
         coverage, problem = _coverage(repo, options, base, db, wanted, roles, sources)
     with timer.stage("analyse"):
         symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
-                                               options.budget_s, sources, coverage)
+                                               options.budget_s, sources, coverage,
+                                               options.fork)
     with timer.stage("select"):
         selection = _selection(tests, head_side, pr_diff, roles, base, head, sources,
                                coverage)
@@ -581,20 +588,63 @@ def _pr_diff(repo: Repository, base: Sha, head: Sha) -> _PrDiff:
 
 def _analyse_all(
     symbols: list[ChangedSymbol], head: IndexSide, base: IndexSide | None, pr: _PrDiff,
-    budget_s: float, sources: _Sources, coverage: MeasuredCoverage | None,
+    budget_s: float, sources: _Sources, coverage: MeasuredCoverage | None, fork: bool = True,
 ) -> tuple[list[SymbolReport], list[SymbolTests], int]:
     """Every symbol's report, what the test selection needs of each, and how many
-    symbols the budget skipped."""
-    reports, tests, skipped = [], [], 0
-    started = time.monotonic()
-    for change in symbols:
-        if time.monotonic() - started >= budget_s:
-            reports.append(_symbol_report(change, (), (), (), analysed=False))
-            tests.append(SymbolTests(change.symbol, change.path))
-            skipped += 1
-            continue
-        holder = base if change.change == "removed" and base is not None else head
-        found = _callers(change, holder, sources)
+    symbols the budget skipped.
+
+    With ``fork``, the symbols analysed at base (removed ones) are analysed in a forked
+    child while this process analyses the others, on the second core (pr_context.forked).
+    Each side's walks remember what they met on that side alone, so a symbol is walked
+    as one process walks it, in the same order among its side's symbols. The time budget
+    is counted from the same start in both processes.
+    """
+    analyser = _Analyser(head, base, pr, budget_s, time.monotonic(), sources, coverage)
+    at_base = [change for change in symbols if analyser.holder(change) is not head]
+    work = functools.partial(analyser.all_of, at_base)
+    with fork_work(work) if fork and at_base else Forked(work) as aside:
+        here = iter(analyser.all_of([c for c in symbols if analyser.holder(c) is head]))
+        there = iter(aside.result())
+    done = [next(here if analyser.holder(change) is head else there) for change in symbols]
+    return ([d.report for d in done], [d.tests for d in done],
+            sum(d.skipped for d in done))
+
+
+@dataclass(frozen=True)
+class _Analysed:
+    """One symbol's report and what the test selection needs of it."""
+
+    report: SymbolReport
+    tests: SymbolTests
+    skipped: bool  # the time budget left it unanalysed
+
+
+@dataclass(frozen=True)
+class _Analyser:
+    """What every symbol's analysis reads (see ``_analyse_all``)."""
+
+    head: IndexSide
+    base: IndexSide | None
+    pr: _PrDiff
+    budget_s: float
+    started: float  # time.monotonic() when the analysis began
+    sources: _Sources
+    coverage: MeasuredCoverage | None
+
+    def holder(self, change: ChangedSymbol) -> IndexSide:
+        """The side whose graph holds the symbol: the base for a removed one."""
+        return self.base if change.change == "removed" and self.base is not None else self.head
+
+    def all_of(self, changes: list[ChangedSymbol]) -> list[_Analysed]:
+        return [self.analysed(change) for change in changes]
+
+    def analysed(self, change: ChangedSymbol) -> _Analysed:
+        if time.monotonic() - self.started >= self.budget_s:
+            return _Analysed(_symbol_report(change, (), (), (), analysed=False),
+                             SymbolTests(change.symbol, change.path), True)
+        head, base, pr, coverage = self.head, self.base, self.pr, self.coverage
+        holder = self.holder(change)
+        found = _callers(change, holder, self.sources)
         walk = holder.reacher.reach(change.qualified_name, holder.reacher.runtime_reads(found)
                                     if change.kind == "variable" else None)
         covered = coverage.symbols.get(coverage_key(change)) if coverage else None
@@ -604,15 +654,14 @@ def _analyse_all(
                               coverage.test_files if coverage else frozenset())
         vector = symbol_vector(holder.corpus, change.qualified_name)
         docs = stale_docs(change, head.links, set(pr.paths), head.corpus, vector)
-        tests.append(SymbolTests(change.symbol, change.old_path or change.path, walk,
-                                 covered, label, _inert(change, found, holder)))
-        callers = _caller_items(change, found, holder, head, pr, sources)
+        tests = SymbolTests(change.symbol, change.old_path or change.path, walk, covered,
+                            label, _inert(change, found, holder))
+        callers = _caller_items(change, found, holder, head, pr, self.sources)
         if change.old_qualified_name and base is not None and holder is head:
             callers = _reranked([*callers, *_left_on_old_name(change, base, head, pr)])
-        reports.append(_symbol_report(
-            change, callers,
-            _link_items(linked, holder, head), _link_items(docs, head, head), covered=covered))
-    return reports, tests, skipped
+        return _Analysed(_symbol_report(change, callers, _link_items(linked, holder, head),
+                                        _link_items(docs, head, head), covered=covered),
+                         tests, False)
 
 
 def _inert(change: ChangedSymbol, callers: list[Caller], side: IndexSide) -> bool:
@@ -744,7 +793,9 @@ class _Sources:
 
     def __init__(self, repo: Repository) -> None:
         self._repo = repo
-        self._reader: BlobReader | None = None  # one git process, started on first read
+        # process id -> its git process, started on its first read: a forked child
+        # (pr_context.forked) starts its own, the parent's pipes are the parent's
+        self._readers: dict[int, BlobReader] = {}
         self._blobs: dict[tuple[str, str], bytes | None] = {}
         self._lines: dict[tuple[str, str], list[bytes]] = {}
 
@@ -752,8 +803,9 @@ class _Sources:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._reader is not None:
-            self._reader.close()
+        reader = self._readers.get(os.getpid())
+        if reader is not None:
+            reader.close()
 
     def text(self, sha: str, path: str) -> str | None:
         """The whole text of ``path`` at ``sha`` (None: unreadable)."""
@@ -774,13 +826,17 @@ class _Sources:
     def _blob(self, sha: str, path: str) -> bytes | None:
         key = (sha, path)
         if key not in self._blobs:
-            if self._reader is None:
-                self._reader = BlobReader(self._repo)
             try:
-                self._blobs[key] = self._reader.read(f"{sha}:{path}")
+                self._blobs[key] = self._reader().read(f"{sha}:{path}")
             except GitError:
                 self._blobs[key] = None
         return self._blobs[key]
+
+    def _reader(self) -> BlobReader:
+        pid = os.getpid()
+        if pid not in self._readers:
+            self._readers[pid] = BlobReader(self._repo)
+        return self._readers[pid]
 
 
 def _caller_updated(caller: Caller, at_base: bool, head: IndexSide, pr: _PrDiff) -> bool:

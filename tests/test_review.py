@@ -663,3 +663,52 @@ def test_run_everything_is_said_with_its_reason() -> None:
     assert ("**Tests to run:** all of them (<code>tests</code>): tests/conftest.py changed"
             in comment.split("\n"))
     assert "all of them: tests/conftest.py changed" in render_summary(report)
+
+
+BOXES = {
+    "shop/boxes.py": (
+        "class Box:\n"
+        "    def __init__(self, items):\n"
+        "        self.items = list(items)\n\n"
+        "    def __contains__(self, item):\n"
+        "        return item in self.items\n\n"
+        "    def __len__(self):\n"
+        "        return len(self.items)\n\n\n"
+        "def pack(items):\n"
+        "    return Box(items)\n"
+    ),
+    "tests/test_boxes.py": (
+        "from shop.boxes import Box, pack\n\n\n"
+        "def test_membership():\n"
+        "    box = Box([1])\n"
+        "    assert 1 in box\n\n\n"
+        "def test_pack():\n"
+        "    assert len(pack([1, 2])) == 2\n"
+    ),
+}
+
+
+def test_the_base_side_analysed_in_a_forked_child_gives_the_same_evidence(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    """Removed symbols (walked on the base's graph, in the child), a renamed one (whose
+    old callers are looked up at base, here) and changed ones (walked here)."""
+    repo = make_repo({**BASE_FILES, **MOVED_BASE, **BOXES})
+    base = repo.git("rev-parse", "HEAD").strip()
+    for path, text in HEAD_CHANGES.items():
+        repo.write(path, text)
+    repo.write("shop/pricing.py", MOVED_BASE["shop/legacy.py"])
+    repo.write("shop/legacy.py", "")
+    repo.write("shop/boxes.py", BOXES["shop/boxes.py"].replace(
+        "    def __contains__(self, item):\n        return item in self.items\n\n", "")
+        .replace("return Box(items)", "return Box(sorted(items))"))
+    head = repo.commit("a mixed PR")
+    evidence = []
+    for fork in (False, True):
+        out = tmp_path / f"out-{fork}"
+        run_review(repo, base, head, tmp_path / f"db-{fork}.duckdb", out, fork=fork)
+        evidence.append(stable(load_evidence(out)))
+    changes = {s["qualified_name"]: s["change"] for s in evidence[0]["changed_symbols"]}
+    assert changes["shop.boxes.Box.__contains__"] == "removed"
+    assert changes["shop.pricing.price"] == "renamed"
+    assert symbol(evidence[0], "shop.boxes.Box.__contains__")["tests"]
+    assert evidence[0] == evidence[1]
