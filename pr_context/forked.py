@@ -1,16 +1,15 @@
 """Work done in a forked child process while the parent goes on, its result read back.
 
-A review's analysis keeps one core busy while the other waits: the base side's symbols
-(removed ones, walked on the base's graph) share nothing a walk remembers with the head
-side's, so a child forked once both sides are loaded walks them while the parent walks
-the head's. The child starts from the parent's memory as it was at the fork
+A review on a 2-core runner analyses its symbols on one core while the other idles (the
+head's new texts are embedded by then): the base side's symbols are analysed in a child
+forked once both sides are loaded. The child starts from the parent's memory as it is
 (copy-on-write): nothing is pickled on the way in, only the result on the way out,
-through a pipe. The result is the child's own making, never read from anywhere else.
+through a pipe, unpickled only from the parent's own child.
 
-When the platform cannot fork, or the child fails (the work raises, the result cannot
-be pickled, the process dies), :meth:`Forked.result` does the work in the parent instead:
-the same answer, or the same exception, raised where the caller can handle it. Side
-effects of the work on the parent's memory happen only then.
+When the platform cannot fork, other threads run, or the child fails (the work raises,
+the result cannot be pickled, the process dies), :meth:`Forked.result` does the work in
+the parent instead: the same answer, or the same exception, raised where the caller can
+handle it. Side effects of the work on the parent's memory happen only then.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, NoReturn, TypeVar
@@ -71,8 +71,10 @@ class Forked(Generic[_T]):
 
 
 def fork_work(work: Callable[[], _T]) -> Forked[_T]:
-    """Start ``work`` in a forked child (where the platform can fork)."""
-    if not hasattr(os, "fork"):
+    """Start ``work`` in a forked child, where the platform can fork and this process runs
+    no other Python thread (a lock one holds would stay locked in the child: the MCP
+    server's threads, for one)."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
         return Forked(work)
     read_end, write_end = os.pipe()
     pid = os.fork()

@@ -588,7 +588,7 @@ def _pr_diff(repo: Repository, base: Sha, head: Sha) -> _PrDiff:
 
 def _analyse_all(
     symbols: list[ChangedSymbol], head: IndexSide, base: IndexSide | None, pr: _PrDiff,
-    budget_s: float, sources: _Sources, coverage: MeasuredCoverage | None, fork: bool = True,
+    budget_s: float, sources: _Sources, coverage: MeasuredCoverage | None, fork: bool = False,
 ) -> tuple[list[SymbolReport], list[SymbolTests], int]:
     """Every symbol's report, what the test selection needs of each, and how many
     symbols the budget skipped.

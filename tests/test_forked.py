@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -22,6 +23,8 @@ def fails_in_the_child() -> int:
 
 
 def test_the_result_is_made_in_another_process() -> None:
+    if threading.active_count() > 1:  # a pytest-xdist worker runs an I/O thread
+        pytest.skip("this process runs other threads: fork_work does not fork")
     with fork_work(lambda: pid_and_square(12)) as work:
         pid, square = work.result()
     assert square == 144
@@ -61,3 +64,16 @@ def test_without_a_fork_the_work_is_done_when_asked() -> None:
     assert calls == []
     with unforked:
         assert unforked.result() == 1
+
+
+def test_a_process_running_other_threads_is_not_forked() -> None:
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        with fork_work(lambda: pid_and_square(2)) as work:
+            assert work.pid is None
+            assert work.result() == (PARENT, 4)
+    finally:
+        release.set()
+        other.join()
