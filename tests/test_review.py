@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -691,7 +693,9 @@ BOXES = {
 def test_the_base_side_analysed_in_a_forked_child_gives_the_same_evidence(
         make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
     """Removed symbols (walked on the base's graph, in the child), a renamed one (whose
-    old callers are looked up at base, here) and changed ones (walked here)."""
+    old callers are looked up at base) and changed ones (walked by the review itself).
+    The forking review runs as a command, in a process of its own: fork_work does not
+    fork a process running other threads, as this test session may."""
     repo = make_repo({**BASE_FILES, **MOVED_BASE, **BOXES})
     base = repo.git("rev-parse", "HEAD").strip()
     for path, text in HEAD_CHANGES.items():
@@ -702,11 +706,16 @@ def test_the_base_side_analysed_in_a_forked_child_gives_the_same_evidence(
         "    def __contains__(self, item):\n        return item in self.items\n\n", "")
         .replace("return Box(items)", "return Box(sorted(items))"))
     head = repo.commit("a mixed PR")
-    evidence = []
-    for fork in (False, True):
-        out = tmp_path / f"out-{fork}"
-        run_review(repo, base, head, tmp_path / f"db-{fork}.duckdb", out, fork=fork)
-        evidence.append(stable(load_evidence(out)))
+    alone = tmp_path / "alone"
+    report = review(open_repository(repo.path), base, head, tmp_path / "alone.duckdb", alone,
+                    None, SilentProgress(), ReviewOptions(fork=False))
+    write_review(report, alone)
+    forked = tmp_path / "forked"
+    subprocess.run([sys.executable, "-m", "pr_context", "review", "--quiet", "--repo",
+                    str(repo.path), "--base", base, "--head", head, "--db",
+                    str(tmp_path / "forked.duckdb"), "--out", str(forked),
+                    "--no-embeddings"], check=True, capture_output=True)
+    evidence = [stable(load_evidence(out)) for out in (alone, forked)]
     changes = {s["qualified_name"]: s["change"] for s in evidence[0]["changed_symbols"]}
     assert changes["shop.boxes.Box.__contains__"] == "removed"
     assert changes["shop.pricing.price"] == "renamed"
