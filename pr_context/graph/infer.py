@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from pr_context.graph.annotations import annotated_type, parameters, return_annotation
@@ -40,6 +41,8 @@ __all__ = ["Inferred", "infer", "is_inferable", "is_local", "variable_class"]
 FUNCTION_KINDS = frozenset({"function", "method"})
 # A chain longer than this is generated code or a fluent builder nobody annotates.
 _MAX_TRAILERS = 12
+# Expressions _chain remembers: more than a large repository's distinct ones.
+_CHAINS = 1 << 17
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _AWAIT = re.compile(r"\s*await\s+")
 _DECORATOR = re.compile(r"@(?:[\w.]+\.)?(\w+)\s*(?:\(.*\))?\s*(?:#.*)?")
@@ -185,12 +188,18 @@ def is_local(tables: Tables, scope: str | None, name: str) -> bool:
     return False
 
 
-def _chain(text: str) -> tuple[str, list[str]] | None:
-    """``a.b(x).c`` as ("a", [".b", "()", ".c"]); None for anything else.
+@lru_cache(maxsize=_CHAINS)
+def _chain(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """``a.b(x).c`` as ("a", (".b", "()", ".c")); None for anything else.
 
     A call left open at the end of the line (its arguments go on below) counts as a call.
+    Remembered: the graph and the syntax of dunder calls read the same texts many times.
     """
-    text = _AWAIT.sub("", text, count=1).strip()
+    found = _chain_parts(_AWAIT.sub("", text, count=1).strip())
+    return (found[0], tuple(found[1])) if found else None
+
+
+def _chain_parts(text: str) -> tuple[str, list[str]] | None:
     head = _NAME.match(text)
     if head is None:
         return None
