@@ -140,6 +140,7 @@ class Reacher:
     index: LinkIndex
     _callers: dict[str, list[Caller]] = field(default_factory=dict)
     _tests: dict[str, dict[str, TestDef]] = field(default_factory=dict)
+    _test_of: dict[tuple[str, str | None], TestDef | None] = field(default_factory=dict)
     _subclasses: dict[str, list[str]] | None = None
     _by_parent: dict[str, list[Def]] | None = None
     # path -> its text at this revision, to follow module-level variables (None: not)
@@ -345,9 +346,13 @@ class Reacher:
 
     def test_function(self, path: str, enclosing: str | None) -> TestDef | None:
         """The test function (or method) whose body holds ``enclosing``, if any."""
-        if path not in self._tests:
-            self._tests[path] = {d.qualified_name: d for d in self.index.test_defs.get(path, ())}
-        return _enclosing_test(self._tests[path], enclosing)
+        key = (path, enclosing)  # every walk meets the same callers in the same tests
+        if key not in self._test_of:
+            if path not in self._tests:
+                self._tests[path] = {d.qualified_name: d
+                                     for d in self.index.test_defs.get(path, ())}
+            self._test_of[key] = _enclosing_test(self._tests[path], enclosing)
+        return self._test_of[key]
 
     # -- one step -------------------------------------------------------------------------
 
