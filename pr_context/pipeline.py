@@ -36,13 +36,13 @@ from pr_context.retrieve.tokens import plain_words, proper_names, technology_nam
 __all__ = ["EmbeddingChoice", "Searcher", "default_onnx_cache", "embedder_for",
            "existing_model"]
 
+# Name phrases kept embedded by a long-lived searcher (an MCP server): 384 floats each,
+# about 75 MB at most; past it the cache starts again.
+MAX_CACHED_NAME_VECTORS = 50_000
 # A past participle, an -ize verb or an adverb says how something is done ("tokenized",
 # "hyphenated", "serialize"), and code names that otherwise: absent from the codebase, it
 # is a paraphrase, not a thing the codebase lacks (as "bcrypt", "asyncio", "SMTP" are).
 # Gerunds stay: they name techniques ("backtracking", "sharding", "caching").
-# Name phrases kept embedded by a long-lived searcher (an MCP server): 384 floats each,
-# about 75 MB at most; past it the cache starts again.
-MAX_CACHED_NAME_VECTORS = 50_000
 _DESCRIBES_HOW = re.compile(r"(?:ed|ly|i[sz](?:e|es))$", re.IGNORECASE)
 
 

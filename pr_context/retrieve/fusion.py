@@ -63,7 +63,7 @@ SIGNAL_WEIGHTS = MappingProxyType({
     "owner": 0.5,
     # The best candidates' names read by the embedding model (name_meaning.py), for
     # questions about the implementation: as good as a similarity signal (mined tuning
-    # behaviour hit@5 0.715 -> 0.728; at 1.5, 0.721; for every intent, how-to questions
+    # behaviour hit@5 0.715 -> 0.731; at 1.5, 0.721; for every intent, how-to questions
     # lost 0.837 -> 0.767 to definitions named like the task).
     "name_meaning": 1.0,
 })

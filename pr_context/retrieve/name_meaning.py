@@ -13,6 +13,7 @@ Pure: the caller passes the function that embeds (``Searcher`` caches its vector
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from pr_context.retrieve.tokens import identifier_words
@@ -43,9 +44,10 @@ def name_meaning_ranking(corpus: SearchCorpus, fused: Sequence[tuple[int, float]
                          ) -> list[tuple[int, float]]:
     """The best fused candidates that define something (docs pages left out), by how
     similar their names' words are to the query."""
-    phrases = {i: name_phrase(corpus.chunks[i].symbol or "") for i, _ in fused
-               if corpus.chunks[i].symbol and corpus.chunks[i].role != "docs"}
-    chosen = [(i, p) for i, p in list(phrases.items())[:NAME_CANDIDATES] if p]
+    defining = (i for i, _ in fused
+                if corpus.chunks[i].symbol and corpus.chunks[i].role != "docs")
+    chosen = [(i, p) for i in islice(defining, NAME_CANDIDATES)
+              if (p := name_phrase(corpus.chunks[i].symbol or ""))]
     if not chosen:
         return []
     distinct = sorted({p for _, p in chosen})
