@@ -17,7 +17,7 @@ from pr_context.pipeline import Searcher
 from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
-from pr_context.retrieve.fusion import detect_intent, role_weight
+from pr_context.retrieve.fusion import asked_kinds, detect_intent, role_weight
 from pr_context.retrieve.name_meaning import name_phrase
 from pr_context.retrieve.signals import bm25_scores, name_ranking, structure_ranking
 from pr_context.retrieve.tokens import (
@@ -178,6 +178,31 @@ FIELD_FILES = {
         "    def sign(\n        self,\n        max_age: int,\n    ) -> bytes:\n"
         "        return self.salt\n"),
 }
+
+
+def test_a_question_naming_a_kind_of_definition_puts_that_kind_first(
+        shop: tuple[Searcher, SearchCorpus]) -> None:
+    def first(query: str) -> str | None:
+        return run(shop, query).hits[0].symbol
+
+    assert first("where is the expired refresh token handled") == \
+        "shop.session.ExpiredTokenError"
+    assert first("which function is about the expired refresh token") == \
+        "shop.tokens.validate_refresh_token"
+    assert first("which class is about the expired refresh token") == \
+        "shop.session.ExpiredTokenError"
+
+
+@pytest.mark.parametrize(("query", "kinds"), [
+    ("which class holds a secret value", {"class", "struct"}),
+    ("What function parses the date?", {"function", "method"}),
+    ("where is the method that retries a request", {"function", "method"}),
+    ("which `class` attribute is read", set()),  # code, not the user's words
+    ("how does the class decorator work", set()),
+])
+def test_the_kind_a_question_asks_for_is_read_from_its_prose(query: str,
+                                                             kinds: set[str]) -> None:
+    assert kinds <= asked_kinds(query) and bool(kinds) == bool(asked_kinds(query))
 
 
 @pytest.mark.parametrize(("query", "header"), [

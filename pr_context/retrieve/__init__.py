@@ -16,11 +16,13 @@ from pr_context.defaults import DEFAULT_K
 from pr_context.retrieve.corpus import ChunkInfo, SearchCorpus
 from pr_context.retrieve.foreign_names import unknown_names
 from pr_context.retrieve.fusion import (
+    ASKED_KIND_BOOST,
     DEFINITION_KINDS,
     IMPORTED_NAME_BOOST,
     INTENT_ROLES,
     NEIGHBOURHOOD_BOOST,
     QueryIntent,
+    asked_kinds,
     detect_intent,
     fuse,
     intent_words,
@@ -172,6 +174,7 @@ def search(corpus: SearchCorpus, query: str, k: int = DEFAULT_K,
         imported=frozenset(corpus.imports_by_path.get(path_context or "", ())),
         reported=frozenset(reported_exceptions(corpus, query)),
         query_tokens=frozenset(tokenize(query, drop_stopwords=True)),
+        kinds=asked_kinds(query),
     )
     ranked = [h for h in _ordered(corpus, contributions, scorer.score, cosines) if h.score > 0]
     return SearchOutcome(query, rewritten, intent.intent, _renumber(ranked[:k]),
@@ -191,6 +194,7 @@ class _Scorer:
     imported: frozenset[str]
     reported: frozenset[str]
     query_tokens: frozenset[str]
+    kinds: frozenset[str]  # definition kinds the query asks for (fusion.asked_kinds)
 
     def score(self, index: int, parts: dict[str, float]) -> float:
         chunk = self.corpus.chunks[index]
@@ -217,6 +221,8 @@ class _Scorer:
             factor *= self._page_factor(chunk.path)
         if chunk.path in self.corpus.stub_paths:
             factor *= STUB_FACTOR
+        if chunk.symbol and self.corpus.definition_kinds.get(chunk.symbol) in self.kinds:
+            factor *= ASKED_KIND_BOOST
         return factor
 
     def _page_factor(self, path: str) -> float:

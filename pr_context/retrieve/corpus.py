@@ -128,6 +128,12 @@ class SearchCorpus:
         return markers
 
     @cached_property
+    def definition_kinds(self) -> dict[str, str]:
+        """qualified name -> its definition's kind ("class", "method", ...)."""
+        return {d.qualified_name: d.kind
+                for found in self.definitions_by_name.values() for d in found}
+
+    @cached_property
     def stub_paths(self) -> frozenset[str]:
         """Type stubs beside the module they describe: ``m.pyi`` by ``m.py``,
         ``x.d.ts`` by ``x.js`` or ``x.ts``."""

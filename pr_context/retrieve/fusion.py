@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from pr_context.graph.infer import FUNCTION_KINDS
+from pr_context.graph.tables import CLASS_KINDS
 from pr_context.retrieve.tokens import tokenize
 
 __all__ = [
@@ -107,6 +109,17 @@ IMPORTED_NAME_BOOST = 1.5
 # "what is X / how does X work": the definition of X beats chunks that only use X.
 DEFINITION_KINDS = frozenset({"definition", "definition_part", "class_header"})
 
+# "which class holds a secret", "what function parses dates": the question names the kind
+# of definition it asks for, and a definition of that kind leads its members or callers.
+# Mined tuning behaviour hit@5 0.731 -> 0.740 (1.6 to 2.5 alike), every other class the same.
+ASKED_KIND_BOOST = 2.0
+_ASKED_KIND = re.compile(
+    r"\b(?:which|what)\s+(class|type|exception|function|method)\b"
+    r"|\b(?:a|an|the)\s+(class|function|method)\s+(?:that|which)\b", re.IGNORECASE)
+_KINDS_ASKED = MappingProxyType({
+    "class": CLASS_KINDS, "type": CLASS_KINDS, "exception": CLASS_KINDS,
+    "function": FUNCTION_KINDS, "method": FUNCTION_KINDS})
+
 # "which tests cover X" asks for tests; "how do I test my app" asks how to use a testing
 # utility, so a bare singular "test" counts only after a determiner.
 _TEST_WORDS = re.compile(
@@ -132,6 +145,13 @@ def prose_of(query: str) -> str:
     """``query`` without code and quoted text: the words a user chose, not the values
     (a mistyped command name, a file name) or names they pasted."""
     return _CODE_OR_QUOTED.sub(" ", query)
+
+
+def asked_kinds(query: str) -> frozenset[str]:
+    """The definition kinds the query's prose asks for by name ("which class ..."):
+    classes, or functions and methods; empty when it names none."""
+    found = _ASKED_KIND.search(prose_of(query))
+    return _KINDS_ASKED[(found.group(1) or found.group(2)).lower()] if found else frozenset()
 
 
 @dataclass(frozen=True)
