@@ -309,6 +309,39 @@ def test_a_rare_word_the_codebase_never_uses_means_nothing_relevant(
     assert outcome.message == "nothing relevant: the codebase never mentions 'kubernetes2'"
 
 
+PARAPHRASE_FILES = {
+    "schema/options.py": (
+        "def apply_nested_options(schema, options):\n"
+        "    \"\"\"Apply the nested schema options to the schema.\"\"\"\n"
+        "    for name, value in options.items():\n"
+        "        setattr(schema, name, value)\n    return schema\n"),
+    "schema/fields.py": (
+        "class Field:\n    \"\"\"One field of a schema.\"\"\"\n\n"
+        "    def serialize(self, value):\n        return str(value)\n"),
+}
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    # a common word among words one similar chunk holds: the user's own wording
+    ("apply the nested schema options, consolidates", None),
+    # a technology or a product is something the codebase has or has not
+    ("apply the nested schema options, elasticsearch",
+     "nothing relevant: the codebase never mentions 'elasticsearch'"),
+    ("apply the nested schema options, Kubernetesclusters",
+     "nothing relevant: the codebase never mentions 'Kubernetesclusters'"),
+])
+def test_an_unknown_common_word_among_words_one_chunk_holds_is_a_paraphrase(
+        make_repo: Callable[..., GitRepo], tmp_path: Path, query: str,
+        message: str | None) -> None:
+    searcher = Searcher(FakeEmbedder(), SilentProgress())
+    corpus = searcher.corpus(open_repository(make_repo(PARAPHRASE_FILES).path), "HEAD",
+                             tmp_path / "i.duckdb")
+    outcome = searcher.search(corpus, query)
+    assert outcome.message == message
+    assert [h.symbol for h in outcome.hits[:1]] == (
+        ["schema.options.apply_nested_options"] if message is None else [])
+
+
 def test_a_rare_word_negating_a_word_the_codebase_uses_is_no_unknown_concept(
         shop: tuple[Searcher, SearchCorpus]) -> None:
     # "misvalidated" is split by the tokenizer, but it is about validation.
