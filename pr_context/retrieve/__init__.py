@@ -98,8 +98,11 @@ MIN_PAGE_NAME_CHARS = 4
 EXACT_SIGNALS = ("structure", "traceback", "usage", "message")
 # An exception class raised by the best candidates is kept too: its own text (a class
 # line) resembles no question, its raise sites do; so is a class whose methods are
-# among them, for the same reason.
-KEPT_SIGNALS = (*EXACT_SIGNALS, "raised", "owner")
+# among them, for the same reason. So is a definition whose name the query's words spell
+# ("setup and return a filter stack": ``build_filter_stack``): a name says what its body,
+# however unlike the question's wording, does (mined tuning behaviour hit@5 0.746 ->
+# 0.752, negatives unchanged).
+KEPT_SIGNALS = (*EXACT_SIGNALS, "raised", "owner", "name")
 # Only evidence this strong overrides the relevance threshold: a name written as code,
 # not a plain word that happens to name a definition; most of a message template's
 # words, in order, not a few of them.
