@@ -336,6 +336,14 @@ def test_a_parametrized_test_counts_as_its_parametrizations() -> None:
     assert parametrized_counts("def broken(:\n") == {}
 
 
+def test_parametrize_spelled_in_other_unicode_is_still_counted() -> None:
+    # Python reads the fullwidth letter as "p": the text never spells "parametrize"
+    text = ("import pytest\n\n\n@pytest.mark.\uff50arametrize('x', [1, 2])\n"
+            "def test_a(x):\n    pass\n")
+    assert parametrized_counts(text) == {"test_a": 2}
+    assert parametrized_counts(text.replace("\uff50arametrize", "usefixtures")) == {}
+
+
 @pytest.mark.parametrize(("values", "count"), [
     ("VALUES", 4),
     ("VALUES + [9] * 3", 7),

@@ -27,11 +27,16 @@ _SAME_SIZE = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed
 # Names bound to other names or expressions, followed this deep.
 _MAX_DEPTH = 12
 _Names = Mapping[str, ast.expr]
+# The attribute a counted decorator calls; an identifier spelled otherwise can only
+# become it through Unicode normalization, which ASCII text cannot hold.
+_PARAMETRIZE = "parametrize"
 
 
 def parametrized_counts(text: str) -> dict[str, int]:
     """Dotted name within the file (``test_a``, ``TestA.test_b``) -> tests made of it, for
     the functions with parametrize decorators; {} for unparsable text."""
+    if _PARAMETRIZE not in text and text.isascii():
+        return {}  # most test files: no decorator can name it (spares parsing them)
     tree = parsed_python(text)
     if tree is None:
         return {}
@@ -83,7 +88,7 @@ def _product(decorators: list[ast.expr], names: _Names) -> int:
 def _values(decorator: ast.expr, names: _Names) -> int:
     """The number of values a ``parametrize`` decorator gives (1 when unknown)."""
     if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
-            and decorator.func.attr == "parametrize"):
+            and decorator.func.attr == _PARAMETRIZE):
         return 1
     values = decorator.args[1] if len(decorator.args) > 1 else next(
         (k.value for k in decorator.keywords if k.arg == "argvalues"), None)
