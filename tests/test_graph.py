@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,7 @@ from pr_context.graph.declared import (
     parameter_types,
     return_type,
 )
+from pr_context.graph.names import method_in, mro
 from pr_context.graph.tables import Def
 from pr_context.parse import parse_file
 
@@ -974,6 +976,17 @@ def test_reasons_say_where_a_receiver_type_comes_from(
     assert by_line[("tests/unit/test_core.py", 10)] == (
         "calls pm.lookup() where pm is the fixture pm (tests/conftest.py:6) returning "
         "app.core.Manager, resolves to app.core.Manager.lookup")
+
+
+def test_remembered_bases_answers_follow_the_bases_they_were_made_for(
+        graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:
+    tables = graphs(PY_FILES).tables
+    assert mro(tables, "shop.models.Order") == ("shop.models.Order", "shop.models.Base")
+    assert method_in(tables, "shop.models.Order", "save") == "shop.models.Base.save"
+    unbased = replace(tables, bases={})  # shares the memo of the tables it was made from
+    assert mro(unbased, "shop.models.Order") == ("shop.models.Order",)
+    assert method_in(unbased, "shop.models.Order", "save") is None
+    assert method_in(tables, "shop.models.Order", "save") == "shop.models.Base.save"
 
 
 def test_unknown_symbol_has_no_callers(graphs: Callable[[dict[str, str]], SymbolGraph]) -> None:

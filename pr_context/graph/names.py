@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from pr_context.graph.tables import CLASS_KINDS, Tables
@@ -81,8 +81,16 @@ def resolve_in(tables: Tables, path: str, enclosing: str | None, dotted: str) ->
     return resolve_dotted(tables, ".".join(p for p in (binding.target, rest) if p))
 
 
-def mro(tables: Tables, cls: str) -> Iterator[str]:
+def mro(tables: Tables, cls: str) -> tuple[str, ...]:
     """``cls`` then its bases in the index, depth first, left to right, each once."""
+    memo = tables.by_bases.of(tables.bases).mros
+    found = memo.get(cls)
+    if found is None:
+        found = memo[cls] = tuple(_mro(tables.bases, cls))
+    return found
+
+
+def _mro(bases: Mapping[str, tuple[str, ...]], cls: str) -> Iterator[str]:
     seen: set[str] = set()
     stack = [cls]
     while stack and len(seen) <= MAX_HOPS * 4:
@@ -90,13 +98,17 @@ def mro(tables: Tables, cls: str) -> Iterator[str]:
         if current not in seen:
             seen.add(current)
             yield current
-            stack.extend(reversed(tables.bases.get(current, ())))
+            stack.extend(reversed(bases.get(current, ())))
 
 
 def method_in(tables: Tables, cls: str, name: str) -> str | None:
     """The method ``name`` that instances of ``cls`` use: its own or the nearest base's."""
-    return next((f"{c}.{name}" for c in mro(tables, cls)
-                 if f"{c}.{name}" in tables.definitions), None)
+    memo = tables.by_bases.of(tables.bases).methods
+    key = (cls, name)
+    if key not in memo:
+        memo[key] = next((f"{c}.{name}" for c in mro(tables, cls)
+                          if f"{c}.{name}" in tables.definitions), None)
+    return memo[key]
 
 
 def enclosing_class(tables: Tables, enclosing: str | None) -> str | None:

@@ -21,7 +21,8 @@ from pr_context.models import Import, SyntaxUse
 from pr_context.parse.code_paths import module_path
 
 __all__ = [
-    "CLASS_KINDS", "Assignment", "Def", "GraphRows", "Site", "Tables", "group_sites",
+    "CLASS_KINDS", "Assignment", "BasesMemo", "Def", "GraphRows", "Site", "Tables",
+    "group_sites",
     "read_rows", "read_tables", "tables_from_rows",
 ]
 
@@ -79,6 +80,22 @@ def group_sites(sites: Iterable[Site], key: Callable[[Site], str]) -> dict[str, 
     return dict(grouped)
 
 
+@dataclass
+class BasesMemo:
+    """What graph.names derives from one ``bases`` mapping (each class's bases in order, and
+    the method a class's instances use), remembered: tables made from others by
+    ``replace`` share it, and it empties itself when asked about other bases."""
+
+    bases: Mapping[str, tuple[str, ...]] | None = None
+    mros: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    methods: dict[tuple[str, str], str | None] = field(default_factory=dict)
+
+    def of(self, bases: Mapping[str, tuple[str, ...]]) -> BasesMemo:
+        if self.bases is not bases:
+            self.bases, self.mros, self.methods = bases, {}, {}
+        return self
+
+
 @dataclass(frozen=True)
 class Tables:
     """Definitions, modules, imports and call sites of one index."""
@@ -123,6 +140,8 @@ class Tables:
     import_names: dict[str, dict[str, Import]] = field(default_factory=dict, compare=False)
     # path -> the absolute module of each of its imports (graph.readers), filled on use
     import_sources: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    # mro and method_in answers for ``bases`` (graph.names): asked ~190k times per graph
+    by_bases: BasesMemo = field(default_factory=BasesMemo, compare=False)
 
 
 @dataclass(frozen=True)
