@@ -17,8 +17,8 @@ from pr_context.graph.names import resolve_in
 from pr_context.graph.tables import CLASS_KINDS, Tables
 
 __all__ = [
-    "Annotated", "annotated_type", "class_named", "parameters", "return_annotation",
-    "split_top_level",
+    "Annotated", "annotated_type", "class_named", "parameter_names", "parameters",
+    "return_annotation", "split_top_level",
 ]
 
 _SELF_PARAMETERS = frozenset({"self", "cls"})
@@ -49,6 +49,13 @@ class Annotated:
 def parameters(signature: str) -> tuple[tuple[str, str | None], ...]:
     """(name, annotation) of each parameter in a ``def`` signature, ``self`` left out."""
     return tuple(_parameters(signature))
+
+
+@cache
+def parameter_names(signature: str) -> frozenset[str]:
+    """The names of :func:`parameters`: asked of every enclosing function of every name
+    inferred."""
+    return frozenset(name for name, _ in parameters(signature))
 
 
 def _parameters(signature: str) -> Iterator[tuple[str, str | None]]:

@@ -97,6 +97,7 @@ def build_graph(tables: Tables) -> SymbolGraph:
     classes = [q for q, d in tables.definitions.items() if d.kind in CLASS_KINDS]
     bases = {cls: class_bases(tables, cls) for cls in classes}
     tables = bind_types(replace(tables, bases={c: b for c, b in bases.items() if b}))
+    tables = replace(tables, named={})  # bound: what names hold no longer changes
     edges: dict[str, list[_Edge]] = defaultdict(list)
     dynamic: dict[str, list[Site]] = defaultdict(list)
     unbound: dict[str, list[Site]] = defaultdict(list)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from pr_context.graph.annotations import annotated_type, parameters, return_annotation
+from pr_context.graph.annotations import annotated_type, parameter_names, return_annotation
 from pr_context.graph.expressions import (
     alternatives,
     call_parts,
@@ -61,6 +61,7 @@ _CLOSING = {"(": ")", "[": "]", "{": "}"}
 _CASTS = frozenset({"typing.cast", "typing_extensions.cast"})
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 _DEFINED_CALL_NAMES = frozenset(f.rpartition(".")[2] for f in _CASTS | _COPIES)
+_DEFINED_CALL_OPENINGS = tuple(f"{name}(" for name in _DEFINED_CALL_NAMES)
 Kind = Literal["instance", "iterable", "class", "function", "module"]
 
 
@@ -85,8 +86,8 @@ def infer(tables: Tables, path: str, scope: Def | None, line: int,
     branches = alternatives(text)
     if branches is not None:
         return _agreeing(tables, path, scope, line, branches)
-    call = call_parts(text, _DEFINED_CALL_NAMES) if any(
-        f"{name}(" in text for name in _DEFINED_CALL_NAMES) else None  # spares most texts
+    call = call_parts(text, _DEFINED_CALL_NAMES) if "(" in text and any(
+        opening in text for opening in _DEFINED_CALL_OPENINGS) else None  # spares most
     if call is not None and (known := _defined_call(tables, path, scope, line, *call)):
         return known
     chain = _chain(text)
@@ -181,8 +182,8 @@ def is_local(tables: Tables, scope: str | None, name: str) -> bool:
     """
     current = tables.definitions.get(scope or "")
     while current is not None and current.kind in FUNCTION_KINDS:
-        if (current.qualified_name, name) in tables.variables or any(
-                p == name for p, _ in parameters(current.signature)):
+        if (current.qualified_name, name) in tables.variables or name in parameter_names(
+                current.signature):
             return True
         current = tables.definitions.get(current.parent or "")
     return False
@@ -227,6 +228,19 @@ def _chain_parts(text: str) -> tuple[str, list[str]] | None:
 
 def _name(tables: Tables, path: str, scope: Def | None, line: int,
           name: str) -> Inferred | None:
+    memo = tables.named
+    if memo is None:
+        return _name_held(tables, path, scope, line, name)
+    key = (path, scope.qualified_name if scope else None, scope.kind if scope else None,
+           line, name)
+    if key not in memo:
+        memo[key] = _name_held(tables, path, scope, line, name)
+    found: Inferred | None = memo[key]
+    return found
+
+
+def _name_held(tables: Tables, path: str, scope: Def | None, line: int,
+               name: str) -> Inferred | None:
     enclosing = scope.qualified_name if scope else None
     held = variable_class(tables, enclosing, name, line)
     if held is not None and held.cls:

@@ -93,7 +93,7 @@ def stored_graph(tables: Tables, rows: Mapping[str, list[tuple[Any, ...]]]) -> S
         aliases={(p, n): target for (p, n), target in names["aliases"].items()},
         returns=_returns(rows["graph_returns"]), file_bindings={}, variables=variables,
         attributes=attributes, globals=globals_)
-    bound = replace(bound, returned=_memo(rows["graph_memo"], bound.definitions))
+    bound = replace(bound, returned=_memo(rows["graph_memo"], bound.definitions), named={})
     return _resolved(bound, rows["graph_sites"])
 
 

@@ -140,6 +140,11 @@ class Tables:
     import_names: dict[str, dict[str, Import]] = field(default_factory=dict, compare=False)
     # path -> the absolute module of each of its imports (graph.readers), filled on use
     import_sources: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    # (path, scope, its kind, line, name) -> what the name holds there (graph.infer), for
+    # tables whose bindings are final (None: still being bound, nothing remembered): a
+    # call's receiver and the callee its syntax use names share the first name
+    named: dict[tuple[str, str | None, str | None, int, str], Any] | None = field(
+        default=None, compare=False)
     # mro and method_in answers for ``bases`` (graph.names): asked ~190k times per graph
     by_bases: BasesMemo = field(default_factory=BasesMemo, compare=False)
 
