@@ -117,6 +117,22 @@ def test_syntax_calls_a_dunder_of_an_evident_class(box_case: Analysis, method: s
     assert sites(box_case, method) == expected
 
 
+def test_what_a_file_may_call_reads_that_file_alone(box_case: Analysis) -> None:
+    """Tables made without their syntax uses: a file's text is read when the file is
+    asked about, every file's when a method is."""
+    read: list[str] = []
+
+    def text(path: str) -> str | None:
+        read.append(path)
+        return Reacher(box_case.graph, box_case.head)._source(path)
+
+    found = SyntaxCallers(replace(box_case.graph.tables, syntax=None), text)
+    assert found.names_in("tests/test_box.py")["tests.test_box.test_call"] >= {
+        "__call__", "__bool__", "__len__"}
+    assert read == ["tests/test_box.py"]
+    assert {c.line for c in found.of("pkg.box.Box.__call__")} == {27}
+
+
 def test_both_sides_of_a_comparison_are_asked() -> None:
     uses = syntax_uses("a < b\nx[k] += 1\nf'{v!r}'\n'%s %s' % (p, q)\n")
     assert {(u.line, u.operand, u.names) for u in uses if u.names} == {

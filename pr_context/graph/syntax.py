@@ -28,7 +28,7 @@ nothing.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from pr_context.graph.callers import GRAPH_CONFIDENCE, Caller
@@ -45,6 +45,11 @@ from pr_context.parse.code_syntax import (
 )
 
 __all__ = ["SyntaxCallers", "SyntaxUse", "is_dunder", "syntax_callers", "syntax_uses"]
+
+# What a call of a builtin or standard function (``len(x)``, ``copy.copy(x)``) may run:
+# a name outside these is never run by such a call.
+_CALLED_NAMES = frozenset(name for names in (*BUILTIN_CALLS.values(),
+                                             *STANDARD_CALLS.values()) for name in names)
 
 
 # -- resolution -----------------------------------------------------------------------------
@@ -67,49 +72,91 @@ class SyntaxCallers:
     :class:`Caller` of kind ``syntax``.
 
     The uses come from ``tables.syntax`` (stored by the index); for tables made without
-    them, ``read_text(path)`` gives a file's text (None: unreadable) and every Python file
-    is parsed on the first question. Each use's operand is inferred only when a method it
-    may run is asked for.
+    them, ``read_text(path)`` gives a file's text (None: unreadable), parsed when the
+    file is first asked about. A use is placed (its definition, the names it may run)
+    only when a method it may run is asked for, or its file is; its operand is inferred
+    only when a method it may run is asked for.
     """
 
     tables: Tables
     read_text: Callable[[str], str | None]
-    _by_name: dict[str, list[_Placed]] | None = None
-    _by_path: dict[str, list[_Placed]] | None = None
-    _resolved: dict[int, tuple[str, Caller] | None] = field(default_factory=dict)
+    _wanted: frozenset[str] | None = None  # the dunder names some Python class defines
+    _files: dict[str, tuple[SyntaxUse, ...]] = field(default_factory=dict)
+    _defs: dict[str, list[Def]] | None = None  # path -> its definitions
+    _scopes: dict[str, _Scopes] = field(default_factory=dict)
+    # (path, the use's position in its file) -> the use placed; None: it may run no
+    # wanted name
+    _placed: dict[tuple[str, int], _Placed | None] = field(default_factory=dict)
+    _resolved: dict[tuple[str, int], tuple[str, Caller] | None] = field(default_factory=dict)
 
     def of(self, qualified_name: str) -> tuple[Caller, ...]:
         """The syntax calling the method ``qualified_name`` (none for any other name)."""
         d = self.tables.definitions.get(qualified_name)
-        if d is None or d.kind != "method" or not is_dunder(d.name):
+        if d is None or d.kind != "method" or not is_dunder(d.name) \
+                or d.name not in self._wanted_names():
             return ()
-        found = (self._resolve(placed) for placed in self._uses().get(d.name, ()))
+        found = (self._resolve(key) for key in self._uses_of(d.name))
         return tuple(hit[1] for hit in found if hit is not None and hit[0] == qualified_name)
 
     def names_in(self, path: str) -> dict[str | None, frozenset[str]]:
         """innermost definition (None: module level) -> the dunder names the syntax in
         its own code may call, whatever the operands' classes."""
         found: dict[str | None, set[str]] = defaultdict(set)
-        for placed in self._uses_by_path().get(path, ()):
-            found[placed.scope.qualified_name if placed.scope else None].update(placed.names)
+        uses = self._file(path) if self._wanted_names() else ()
+        for placed in (self._place((path, i)) for i in range(len(uses))):
+            if placed is not None:
+                found[placed.scope.qualified_name if placed.scope else None].update(
+                    placed.names)
         return {scope: frozenset(names) for scope, names in found.items()}
 
-    def _uses(self) -> dict[str, list[_Placed]]:
-        if self._by_name is None:
-            self._by_name = _uses_by_name(self.tables, self.read_text)
-        return self._by_name
+    def _wanted_names(self) -> frozenset[str]:
+        if self._wanted is None:
+            self._wanted = frozenset(
+                d.name for d in self.tables.definitions.values()
+                if d.kind == "method" and d.language == "python" and is_dunder(d.name))
+        return self._wanted
 
-    def _uses_by_path(self) -> dict[str, list[_Placed]]:
-        if self._by_path is None:
-            grouped: dict[str, dict[int, _Placed]] = defaultdict(dict)
-            for placed in (p for uses in self._uses().values() for p in uses):
-                grouped[placed.path][id(placed)] = placed
-            self._by_path = {path: list(uses.values()) for path, uses in grouped.items()}
-        return self._by_path
+    def _uses_of(self, name: str) -> Iterator[tuple[str, int]]:
+        """(path, position) of every use that may run a method ``name``, file by file in
+        path order, each file's in source order."""
+        by_call = name in _CALLED_NAMES  # else no call of a builtin runs it
+        for path in sorted(p for p, lang in self.tables.file_language.items()
+                           if lang == "python"):
+            for i, use in enumerate(self._file(path)):
+                if name in use.names or (by_call and not use.names and (
+                        placed := self._place((path, i))) and name in placed.names):
+                    yield path, i
 
-    def _resolve(self, placed: _Placed) -> tuple[str, Caller] | None:
-        key = id(placed)  # one use is listed under each name it may run
-        if key not in self._resolved:
+    def _file(self, path: str) -> tuple[SyntaxUse, ...]:
+        if path not in self._files:
+            self._files[path] = _file_uses(self.tables, path, self.read_text)
+        return self._files[path]
+
+    def _place(self, key: tuple[str, int]) -> _Placed | None:
+        if key not in self._placed:
+            path, i = key
+            if path not in self._scopes:
+                self._scopes[path] = _Scopes.of(self._definitions().get(path, []))
+            use = self._file(path)[i]
+            scope = self._scopes[path].at(use.line)
+            names = use.names or _called_names(
+                self.tables, path, scope.qualified_name if scope else None, use.callee or "")
+            wanted = not self._wanted_names().isdisjoint(names)
+            self._placed[key] = _Placed(path, scope, use, names) if wanted else None
+        return self._placed[key]
+
+    def _definitions(self) -> dict[str, list[Def]]:
+        """path -> its definitions, redefinitions included (made once)."""
+        if self._defs is None:
+            self._defs = defaultdict(list)
+            for d in [*self.tables.definitions.values(), *self.tables.shadowed]:
+                self._defs[d.path].append(d)
+        return self._defs
+
+    def _resolve(self, key: tuple[str, int]) -> tuple[str, Caller] | None:
+        if key not in self._resolved:  # one use may run several names
+            placed = self._place(key)
+            assert placed is not None  # _uses_of yields placed uses only
             self._resolved[key] = _resolved(self.tables, placed)
         return self._resolved[key]
 
@@ -122,28 +169,6 @@ def syntax_callers(tables: Tables, read_text: Callable[[str], str | None]
     methods = [q for q, d in tables.definitions.items()
                if d.kind == "method" and d.language == "python" and is_dunder(d.name)]
     return {q: callers for q in methods if (callers := found.of(q))}
-
-
-def _uses_by_name(tables: Tables, read_text: Callable[[str], str | None]
-                  ) -> dict[str, list[_Placed]]:
-    """name -> the uses of every Python file that may run a method of that name, for the
-    dunder names some class of the index defines (no file is read when none does)."""
-    wanted = frozenset(d.name for d in tables.definitions.values()
-                       if d.kind == "method" and d.language == "python" and is_dunder(d.name))
-    defs: dict[str, list[Def]] = defaultdict(list)
-    for d in [*tables.definitions.values(), *tables.shadowed]:
-        defs[d.path].append(d)
-    by_name: dict[str, list[_Placed]] = defaultdict(list)
-    for path in sorted(p for p, lang in tables.file_language.items() if lang == "python"):
-        scopes = _Scopes.of(defs.get(path, []))
-        for use in _file_uses(tables, path, read_text) if wanted else ():
-            scope = scopes.at(use.line)
-            names = use.names or _called_names(
-                tables, path, scope.qualified_name if scope else None, use.callee or "")
-            placed = _Placed(path, scope, use, names)
-            for name in wanted.intersection(names):
-                by_name[name].append(placed)
-    return dict(by_name)
 
 
 def _file_uses(tables: Tables, path: str, read_text: Callable[[str], str | None]
