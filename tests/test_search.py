@@ -29,7 +29,7 @@ from pr_context.retrieve.tokens import (
     tokenize,
 )
 from tests.conftest import GitRepo
-from tests.fakes import FakeEmbedder
+from tests.fakes import FakeEmbedder, fake_search
 
 FILES = {
     "shop/session.py": '''"""Sessions for the shop."""
@@ -333,9 +333,7 @@ PARAPHRASE_FILES = {
 def test_an_unknown_common_word_among_words_one_chunk_holds_is_a_paraphrase(
         make_repo: Callable[..., GitRepo], tmp_path: Path, query: str,
         message: str | None) -> None:
-    searcher = Searcher(FakeEmbedder(), SilentProgress())
-    corpus = searcher.corpus(open_repository(make_repo(PARAPHRASE_FILES).path), "HEAD",
-                             tmp_path / "i.duckdb")
+    searcher, corpus = fake_search(make_repo(PARAPHRASE_FILES).path, tmp_path / "i.duckdb")
     outcome = searcher.search(corpus, query)
     assert outcome.message == message
     assert [h.symbol for h in outcome.hits[:1]] == (
@@ -354,9 +352,7 @@ def test_a_definition_whose_name_the_query_mostly_spells_is_kept_however_unlike_
             "    \"\"\"Setup notes: return what a filter or a stack holds, and setup.\"\"\"\n"
             "    return 'setup return filter stack'\n"),
     }
-    searcher = Searcher(FakeEmbedder(), SilentProgress())
-    corpus = searcher.corpus(open_repository(make_repo(files).path), "HEAD",
-                             tmp_path / "i.duckdb")
+    searcher, corpus = fake_search(make_repo(files).path, tmp_path / "i.duckdb")
     found = [h.symbol for h in searcher.search(corpus, "setup and return a filter stack").hits]
     assert "flow.stack.build_filter_stack" in found
     assert "flow.stack.stack_items" not in found  # half a name spelled is no such evidence
