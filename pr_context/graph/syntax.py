@@ -88,6 +88,8 @@ class SyntaxCallers:
     # wanted name
     _placed: dict[tuple[str, int], _Placed | None] = field(default_factory=dict)
     _resolved: dict[tuple[str, int], tuple[str, Caller] | None] = field(default_factory=dict)
+    # dunder name -> (path, position) of the uses that may run it, found on first question
+    _by_name: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
 
     def of(self, qualified_name: str) -> tuple[Caller, ...]:
         """The syntax calling the method ``qualified_name`` (none for any other name)."""
@@ -95,7 +97,9 @@ class SyntaxCallers:
         if d is None or d.kind != "method" or not is_dunder(d.name) \
                 or d.name not in self._wanted_names():
             return ()
-        found = (self._resolve(key) for key in self._uses_of(d.name))
+        if d.name not in self._by_name:  # every class's method of that name asks again
+            self._by_name[d.name] = tuple(self._uses_of(d.name))
+        found = (self._resolve(key) for key in self._by_name[d.name])
         return tuple(hit[1] for hit in found if hit is not None and hit[0] == qualified_name)
 
     def names_in(self, path: str) -> dict[str | None, frozenset[str]]:

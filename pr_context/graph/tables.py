@@ -22,8 +22,7 @@ from pr_context.parse.code_paths import module_path
 
 __all__ = [
     "CLASS_KINDS", "Assignment", "BasesMemo", "Def", "GraphRows", "Site", "Tables",
-    "group_sites",
-    "read_rows", "read_tables", "tables_from_rows",
+    "group_sites", "read_rows", "read_tables", "tables_from_rows",
 ]
 
 # Definition kinds that own methods and can have bases.

@@ -235,7 +235,7 @@ class _Scorer:
             factor *= self._page_factor(chunk.path)
         if chunk.path in self.corpus.stub_paths:
             factor *= STUB_FACTOR
-        if chunk.symbol and self.corpus.definition_kinds.get(chunk.symbol) in self.kinds:
+        if self.kinds and self.corpus.definition_kinds.get(chunk.symbol or "") in self.kinds:
             factor *= ASKED_KIND_BOOST
         return factor
 
