@@ -57,6 +57,22 @@ def test_onnx_vectors_agree_with_torch(onnx_embedders: dict[str, OnnxEmbedder],
     assert np.allclose(np.linalg.norm(int8.vectors, axis=1), 1.0, atol=1e-4)
 
 
+def test_int8_keeps_the_feed_forward_outputs_in_fp32(
+        onnx_embedders: dict[str, OnnxEmbedder]) -> None:
+    import onnx
+
+    model = onnx.load(str(onnx_embedders["onnx-int8"]._graph.model_file))
+    shapes = {w.name: tuple(w.dims) for w in model.graph.initializer}
+    kept = [shapes[n.input[1]] for n in model.graph.node
+            if n.op_type == "MatMul" and n.input[1] in shapes]
+    quantized = [n for n in model.graph.node if n.op_type == "MatMulInteger"]
+    layers = onnx_embedders["onnx-int8"]._model.config["num_hidden_layers"]
+    # One narrowing product (intermediate size to hidden size) per layer stays fp32; the
+    # query, key, value, attention output and widening products (5 per layer) are int8.
+    assert kept == [(1536, 384)] * layers
+    assert len(quantized) == 5 * layers
+
+
 @pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
 def test_a_texts_vector_does_not_depend_on_its_batch_mates(
         onnx_embedders: dict[str, OnnxEmbedder], backend: str) -> None:
@@ -197,7 +213,7 @@ def test_a_changed_recipe_changes_the_identity_and_the_index_re_embeds(
     db = tmp_path / "index.duckdb"
     first, _ = index(repo, db, embedder=onnx_embedders["onnx"])
     before = onnx_embedders["onnx"].backend
-    monkeypatch.setattr(embed_onnx, "GRAPH_VERSION", "next-recipe")
+    monkeypatch.setitem(embed_onnx.GRAPH_VERSIONS, "onnx", "next-recipe")
     warnings: list[str] = []
     changed = make_embedder(DEFAULT_MODEL, "onnx", onnx_cache, warnings.append)
     assert changed.backend.startswith("onnx:")

@@ -46,7 +46,7 @@ from pr_context.action.settings import ActionRun, ActionSettings
 from pr_context.action.sticky import post_review
 from pr_context.coverage import CoverageInput
 from pr_context.embed import DEFAULT_MODEL, Embedder
-from pr_context.embed_onnx import GRAPH_VERSION
+from pr_context.embed_onnx import GRAPH_VERSIONS
 from pr_context.errors import (
     ArtifactError,
     BadInputError,
@@ -141,7 +141,7 @@ def index_fingerprint(settings: ActionSettings) -> str:
     model = (settings.model or DEFAULT_MODEL) if settings.embeddings else NO_MODEL
     backend = settings.backend if settings.embeddings else NO_MODEL
     text = (f"schema={SCHEMA_VERSION};parser={PARSER_VERSION};model={model};"
-            f"backend={backend};graph={GRAPH_VERSION};lexical={LEXICAL_VERSION}")
+            f"backend={backend};graph={GRAPH_VERSIONS.get(backend, '-')};lexical={LEXICAL_VERSION}")
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
