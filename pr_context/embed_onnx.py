@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from pr_context.embed import Embeddings
 
 __all__ = ["GRAPH_VERSIONS", "ONNX_BACKENDS", "OnnxBackend", "OnnxEmbedder", "model_digest",
-           "run_alone", "session_options"]
+           "narrowing_products", "run_alone", "session_options"]
 
 OnnxBackend = Literal["onnx", "onnx-int8"]
 ONNX_BACKENDS: tuple[OnnxBackend, ...] = ("onnx", "onnx-int8")
@@ -295,7 +295,7 @@ def _make_graph(model: BertSentenceModel, graph: _CachedGraph) -> None:
 
 def _quantize(source: Path, target: Path) -> None:
     """Dynamic int8 quantization of the matrix products (weights per channel), except the
-    narrowing ones (see ``_narrowing_products``)."""
+    narrowing ones (see ``narrowing_products``)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # It advises pre-processing the model on the root logger: noise on a user's terminal.
@@ -304,12 +304,12 @@ def _quantize(source: Path, target: Path) -> None:
     try:
         quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
                          op_types_to_quantize=["MatMul"], per_channel=True,
-                         nodes_to_exclude=_narrowing_products(source))
+                         nodes_to_exclude=narrowing_products(source))
     finally:
         logging.disable(previous)
 
 
-def _narrowing_products(graph: Path) -> list[str]:
+def narrowing_products(graph: Path) -> list[str]:
     """The products whose weight has more rows than columns: each layer's feed-forward
     output. Their input follows the activation, the widest-ranging values in the model,
     which one int8 scale per text rounds worst. Kept in fp32, they leave the vectors with
