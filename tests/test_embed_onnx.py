@@ -73,6 +73,20 @@ def test_int8_keeps_the_feed_forward_outputs_in_fp32(
     assert len(quantized) == 5 * layers
 
 
+def test_int8_weights_fit_in_seven_bits(onnx_embedders: dict[str, OnnxEmbedder]) -> None:
+    # Pairs of uint8 x int8 products summed in int16 (x86 without VNNI) cannot saturate:
+    # 2 x 255 x 64 = 32,640 fits under 32,767.
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(onnx_embedders["onnx-int8"]._graph.model_file))
+    weights = {w.name: numpy_helper.to_array(w) for w in model.graph.initializer}
+    quantized = [weights[n.input[1]] for n in model.graph.node
+                 if n.op_type == "MatMulInteger"]
+    assert quantized and all(w.dtype == np.int8 for w in quantized)
+    assert max(int(np.abs(w.astype(np.int16)).max()) for w in quantized) <= 64
+
+
 @pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
 def test_a_texts_vector_does_not_depend_on_its_batch_mates(
         onnx_embedders: dict[str, OnnxEmbedder], backend: str) -> None:
