@@ -174,13 +174,14 @@ EVAL_OUT = OUT_DIR / "backends"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def measure_quality(backends: Sequence[str], review_eval: bool,
-                    reuse: bool) -> dict[str, Any]:
+def measure_quality(backends: Sequence[str], review_eval: bool, reuse: bool,
+                    review_sources: Sequence[str] = ()) -> dict[str, Any]:
     """The held-out retrieval evaluation and (unless ``review_eval`` is false) the review
-    evaluation, per backend; ``reuse``: read a held-out report an earlier run of the same
-    command left in ``EVAL_OUT`` instead of running it again."""
+    evaluation, per backend; ``reuse``: read the held-out report and review results an
+    earlier run of the same commands left in ``EVAL_OUT`` instead of running them again."""
     heldout = {b: _heldout_eval(b, reuse) for b in backends}
-    review = {b: _review_eval(b) for b in backends} if review_eval else {}
+    review = ({b: _review_eval(b, reuse, review_sources) for b in backends}
+              if review_eval else {})
     return {"heldout": heldout, "review": review}
 
 
@@ -213,13 +214,16 @@ def _seed_corpora(cache: Path) -> None:
             shutil.copytree(source, cache / part)
 
 
-def _review_eval(backend: str) -> dict[str, float]:
+def _review_eval(backend: str, reuse: bool, sources: Sequence[str]) -> dict[str, float]:
     """Mean recall of touched tests (@5) and docs (@3) over the review cases."""
     out = EVAL_OUT / backend / "review"
-    _log(f"review eval, {backend}...")
-    _checked([sys.executable, str(ROOT / "evals" / "review" / "run_review_eval.py"),
-              "--no-jedi", "--embeddings", "--embedding-backend", backend, "--out",
-              str(out)])
+    if reuse and (out / "results.json").is_file():
+        _log(f"review eval, {backend}: the results in {out}")
+    else:
+        _log(f"review eval, {backend}...")
+        _checked([sys.executable, str(ROOT / "evals" / "review" / "run_review_eval.py"),
+                  "--no-jedi", "--embeddings", "--embedding-backend", backend, "--out",
+                  str(out), *[a for source in sources for a in ("--source", source)]])
     cases = json.loads((out / "results.json").read_text(encoding="utf-8"))["cases"]
     figures = {}
     for metric in REVIEW_METRICS:
@@ -468,9 +472,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="quality: the held-out retrieval evaluation only, without "
                              "the review evaluation")
     parser.add_argument("--reuse-eval-outputs", action="store_true",
-                        help="quality: take a backend's held-out report from "
-                             "evals/out/backends/BACKEND/heldout when an earlier run (or "
-                             "the same pr-context eval command run by hand) left one")
+                        help="quality: take a backend's held-out report and review "
+                             "results from evals/out/backends/BACKEND/{heldout,review} "
+                             "when an earlier run (or the same command run by hand) left "
+                             "them")
+    parser.add_argument("--review-source", action="append", default=[],
+                        metavar="OWNER/NAME=PATH_OR_URL",
+                        help="quality: clone this review-evaluation repository from here "
+                             "instead of GitHub (repeatable; the figures do not depend on "
+                             "it, so the report's command leaves it out)")
     parser.add_argument("--doc", type=Path, help="write the Markdown report here")
     args = parser.parse_args(argv)
     wanted = [p for p in args.parts.split(",") if p]
@@ -496,7 +506,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _measure(part: str, args: argparse.Namespace) -> dict[str, Any]:
     if part == "quality":
-        return measure_quality(BACKENDS, not args.no_review_eval, args.reuse_eval_outputs)
+        return measure_quality(BACKENDS, not args.no_review_eval, args.reuse_eval_outputs,
+                               args.review_source)
     if part == "processes":
         return measure_processes(BACKENDS, args.queries)
     from pr_context.embed import SentenceTransformerEmbedder

@@ -222,10 +222,11 @@ def withheld_head(clone: Path, case: Mapping[str, Any]) -> str:
 
 def run_review(clone: Path, base: str, head: str, db: Path, out: Path,
                embeddings: bool = False, backend: str = "torch") -> dict[str, Any]:
-    """``pr-context review`` through its CLI; returns evidence.json."""
+    """``pr-context review`` through its CLI (this interpreter's, so an unactivated
+    virtual environment works); returns evidence.json."""
     model = ["--embedding-backend", backend] if embeddings else ["--no-embeddings"]
-    subprocess.run(["pr-context", "review", "--repo", str(clone), "--base", base,
-                    "--head", head, "--db", str(db), "--out", str(out),
+    subprocess.run([sys.executable, "-m", "pr_context", "review", "--repo", str(clone),
+                    "--base", base, "--head", head, "--db", str(db), "--out", str(out),
                     *model, "--json", "--quiet"],
                    check=True, capture_output=True, text=True)
     evidence: dict[str, Any] = json.loads((out / "evidence.json").read_text(encoding="utf-8"))
