@@ -150,7 +150,7 @@ def _quantized(graph: Path, scratch: Path) -> dict[str, Path]:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from pr_context.embed_onnx import narrowing_products
+    from pr_context.embed_onnx import int8_recipe
 
     products = [(n.name, n.input[1]) for n in onnx.load(str(graph)).graph.node
                 if n.op_type == "MatMul"]
@@ -158,19 +158,18 @@ def _quantized(graph: Path, scratch: Path) -> dict[str, Path]:
     def except_(keep: Callable[[str], bool]) -> list[str]:
         return [node for node, weight in products if not keep(weight)]
 
-    shipped = {"nodes_to_exclude": narrowing_products(graph), "reduce_range": True}
+    shipped = int8_recipe(graph)
 
     def feed_forward(weight: str) -> bool:
         return "intermediate.dense" in weight or (
             ".output.dense" in weight and "attention" not in weight)
 
     recipes: dict[str, dict[str, Any]] = {
-        "onnx-int8, every product": {"reduce_range": True},
+        "onnx-int8, every product": {**shipped, "nodes_to_exclude": []},
         "onnx-int8, feed-forward products only": {
-            "nodes_to_exclude": except_(feed_forward), "reduce_range": True},
+            **shipped, "nodes_to_exclude": except_(feed_forward)},
         "onnx-int8, widening products only": {
-            "nodes_to_exclude": except_(lambda w: "intermediate.dense" in w),
-            "reduce_range": True},
+            **shipped, "nodes_to_exclude": except_(lambda w: "intermediate.dense" in w)},
         "onnx-int8, weights per tensor": {**shipped, "per_channel": False},
         # 8 bits can saturate on x86 without VNNI, never on a CPU with it (as measured).
         "onnx-int8, 8-bit weights": {**shipped, "reduce_range": False},
@@ -179,10 +178,8 @@ def _quantized(graph: Path, scratch: Path) -> dict[str, Path]:
     }
     made = {}
     logging.disable(logging.WARNING)
-    for number, (name, changes) in enumerate(recipes.items()):
+    for number, (name, settings) in enumerate(recipes.items()):
         target = scratch / f"q{number}.onnx"
-        settings = {"weight_type": QuantType.QInt8, "op_types_to_quantize": ["MatMul"],
-                    "per_channel": True, **changes}
         quantize_dynamic(str(graph), str(target), **settings)
         made[name] = target
     logging.disable(logging.NOTSET)

@@ -42,8 +42,8 @@ from pr_context.errors import EmbeddingError
 if TYPE_CHECKING:
     from pr_context.embed import Embeddings
 
-__all__ = ["GRAPH_VERSIONS", "ONNX_BACKENDS", "OnnxBackend", "OnnxEmbedder", "model_digest",
-           "narrowing_products", "run_alone", "session_options"]
+__all__ = ["GRAPH_VERSIONS", "ONNX_BACKENDS", "OnnxBackend", "OnnxEmbedder", "int8_recipe",
+           "model_digest", "run_alone", "session_options"]
 
 OnnxBackend = Literal["onnx", "onnx-int8"]
 ONNX_BACKENDS: tuple[OnnxBackend, ...] = ("onnx", "onnx-int8")
@@ -294,28 +294,36 @@ def _make_graph(model: BertSentenceModel, graph: _CachedGraph) -> None:
 
 
 def _quantize(source: Path, target: Path) -> None:
-    """Dynamic int8 quantization of the matrix products (weights per channel), except the
-    narrowing ones (see ``narrowing_products``).
+    """Dynamic int8 quantization of ``source`` by :func:`int8_recipe`."""
+    from onnxruntime.quantization import quantize_dynamic
+
+    # It advises pre-processing the model on the root logger: noise on a user's terminal.
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(str(source), str(target), **int8_recipe(source))
+    finally:
+        logging.disable(previous)
+
+
+def int8_recipe(graph: Path) -> dict[str, Any]:
+    """``quantize_dynamic``'s settings for the fp32 ``graph``: the matrix products
+    quantized to int8 (weights per channel), except the narrowing ones (see
+    ``_narrowing_products``).
 
     Weights take 7 bits (``reduce_range``, within ±64): on x86 CPUs without VNNI, ONNX
     Runtime sums pairs of uint8 x int8 products in int16, which 8-bit weights can
     overflow (saturate); 2 x 255 x 64 cannot, so every x86 CPU computes the same
     integers and an index built on one runner takes vectors embedded on another. It
     costs 0.001 of mean cosine to torch (docs/embedding-backends.md, levers)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization import QuantType
 
-    # It advises pre-processing the model on the root logger: noise on a user's terminal.
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
-                         op_types_to_quantize=["MatMul"], per_channel=True,
-                         reduce_range=True, nodes_to_exclude=narrowing_products(source))
-    finally:
-        logging.disable(previous)
+    return {"weight_type": QuantType.QInt8, "op_types_to_quantize": ["MatMul"],
+            "per_channel": True, "reduce_range": True,
+            "nodes_to_exclude": _narrowing_products(graph)}
 
 
-def narrowing_products(graph: Path) -> list[str]:
+def _narrowing_products(graph: Path) -> list[str]:
     """The products whose weight has more rows than columns: each layer's feed-forward
     output. Their input follows the activation, the widest-ranging values in the model,
     which one int8 scale per text rounds worst. Kept in fp32, they leave the vectors with
