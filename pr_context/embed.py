@@ -92,6 +92,14 @@ class Embedder(Protocol):
         """How many tokenizer pieces ``word`` takes: more than one marks a rare word."""
         ...
 
+    def load(self) -> None:
+        """Load the model now rather than on the first ``embed``: a caller that will
+        embed soon loads it on another core while it works on.
+
+        :raises EmbeddingError: the model cannot be loaded (``embed`` raises it too).
+        """
+        ...
+
 
 def default_model_path() -> str | None:
     """Where the bundled default model lies on disk, or None if the package is missing."""
@@ -156,6 +164,9 @@ class SentenceTransformerEmbedder:
         )
         self.encode_seconds += time.perf_counter() - started
         return Embeddings(np.asarray(vectors, dtype=np.float32), counts)
+
+    def load(self) -> None:
+        self._model  # noqa: B018 - a cached property: loads the model once
 
     def word_pieces(self, word: str) -> int:
         pieces = self._word_pieces

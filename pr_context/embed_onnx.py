@@ -179,6 +179,10 @@ class OnnxEmbedder:
     def word_pieces(self, word: str) -> int:
         return len(self._tokenizer.encode(word, add_special_tokens=False).ids)
 
+    def load(self) -> None:
+        """The tokenizers and the ONNX Runtime session, made now (cached properties)."""
+        self._tokenizer, self._truncating, self._session  # noqa: B018
+
     @cached_property
     def _graph(self) -> _CachedGraph:
         self._cache_dir.mkdir(parents=True, exist_ok=True)

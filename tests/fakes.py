@@ -47,6 +47,9 @@ class FakeEmbedder:
             vectors[row] /= norm
         return Embeddings(vectors, tuple(counts))
 
+    def load(self) -> None:
+        """Nothing to load."""
+
     def word_pieces(self, word: str) -> int:
         """Like a WordPiece vocabulary of short words: long or digit-bearing words split."""
         return 1 + (len(word) > 10) + any(ch.isdigit() for ch in word)

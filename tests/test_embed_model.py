@@ -79,6 +79,8 @@ def test_an_unknown_model_is_a_clear_error() -> None:
     embedder = SentenceTransformerEmbedder("/nonexistent/model/path")
     with pytest.raises(EmbeddingError, match="cannot load embedding model"):
         embedder.embed(["x"])
+    with pytest.raises(EmbeddingError, match="cannot load embedding model"):
+        embedder.load()  # what a build's worker thread calls ahead of the texts
 
 
 def test_mean_pooling_path_computes_what_sentence_transformers_does(

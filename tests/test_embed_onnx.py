@@ -266,3 +266,12 @@ def test_searching_an_onnx_index_never_imports_torch(
         capture_output=True, text=True, check=True)
     assert "imported: []" in done.stdout
     assert json.loads(done.stdout.split("imported:")[0])[0]["path"] == "a.py"
+
+
+def test_load_makes_the_session_and_tokenizers_the_first_embed_would(
+        onnx_embedders: dict[str, OnnxEmbedder], onnx_cache: Path) -> None:
+    fresh = make_embedder(DEFAULT_MODEL, "onnx", onnx_cache, pytest.fail)
+    assert isinstance(fresh, OnnxEmbedder)
+    fresh.load()
+    assert {"_session", "_tokenizer", "_truncating"} <= set(vars(fresh))
+    assert np.array_equal(fresh.embed(TEXTS).vectors, onnx_embedders["onnx"].embed(TEXTS).vectors)

@@ -213,6 +213,50 @@ def test_vectors_computed_in_a_worker_give_the_index_a_build_gives(
             built_at=store.manifest.built_at)
 
 
+class _LoadRecordingEmbedder(_ThreadRecordingEmbedder):
+    """Records its loads beside its batches; ``broken``: the model cannot be loaded."""
+
+    def __init__(self, broken: bool = False) -> None:
+        super().__init__()
+        self.broken = broken
+
+    def load(self) -> None:
+        self.threads.append(f"load in {threading.current_thread().name}")
+        self._loaded()
+
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> Embeddings:
+        self._loaded()  # as a real embedder loads its model on first use
+        return super().embed(texts, threads)
+
+    def _loaded(self) -> None:
+        if self.broken:
+            raise EmbeddingError("cannot load embedding model 'fake': broken")
+
+
+def test_the_worker_loads_the_model_before_the_texts_reach_it(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db, embedder=FakeEmbedder())
+    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
+    repo.commit("add a module")
+    embedder = _LoadRecordingEmbedder()
+    assert _update_with_vectors_later(repo, db, embedder).embedded > 0
+    first, *_ = embedder.threads
+    assert first.startswith("load in index-vectors")
+
+
+def test_a_model_that_cannot_load_fails_the_build_when_its_vectors_are_waited_for(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db, embedder=FakeEmbedder())
+    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
+    repo.commit("add a module")
+    with pytest.raises(EmbeddingError, match="broken"):
+        _update_with_vectors_later(repo, db, _LoadRecordingEmbedder(broken=True))
+
+
 class _HeldWorkerEmbedder(_ThreadRecordingEmbedder):
     """Holds the worker thread's first batch until the waiting caller has embedded two."""
 
