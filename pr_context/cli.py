@@ -251,7 +251,7 @@ def search_command(repo: str, rev: str, db: Path, k: int, as_json: bool,
     deprecated code is left out unless asked for. When nothing is relevant enough the
     answer is empty, with the reason on stderr.
     """
-    from pr_context.pipeline import Searcher, embedder_for
+    from pr_context.pipeline import Searcher, embedder_for, model_loading
 
     if not query.strip():
         raise BadInputError("the query is empty")
@@ -259,7 +259,9 @@ def search_command(repo: str, rev: str, db: Path, k: int, as_json: bool,
     searcher = Searcher(embedder_for(_choice(model, backend, onnx_cache), no_embeddings, db,
                                      progress.warn), progress)
     repository = open_repository(repo)
-    outcome = searcher.search(searcher.corpus(repository, rev, db), query, k, path_context)
+    with model_loading(searcher.embedder):
+        corpus = searcher.corpus(repository, rev, db)
+    outcome = searcher.search(corpus, query, k, path_context)
     if outcome.message:
         click.echo(f"pr-context: {outcome.message}", err=True)
     if as_json:

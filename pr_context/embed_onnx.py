@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -137,6 +138,9 @@ class OnnxEmbedder:
         self._backend = backend
         self._cache_dir = cache_dir
         self._warn = warn
+        # Held while the session is made: a worker thread may load the model (``load``)
+        # while the caller's thread embeds, and the graph must be built once.
+        self._loading = threading.Lock()
         # Seconds spent inside the model's own inference: the floor the rest is measured on.
         self.encode_seconds = 0.0
 
@@ -201,8 +205,13 @@ class OnnxEmbedder:
 
         return load_tokenizer(self._model.folder, self.max_tokens)
 
-    @cached_property
+    @property
     def _session(self) -> Any:
+        with self._loading:  # the second thread finds the first one's session made
+            return self._made_session
+
+    @cached_property
+    def _made_session(self) -> Any:
         graph = self._graph
         problem = graph.problem()
         if problem is not None:

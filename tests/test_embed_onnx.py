@@ -273,5 +273,19 @@ def test_load_makes_the_session_and_tokenizers_the_first_embed_would(
     fresh = make_embedder(DEFAULT_MODEL, "onnx", onnx_cache, pytest.fail)
     assert isinstance(fresh, OnnxEmbedder)
     fresh.load()
-    assert {"_session", "_tokenizer", "_truncating"} <= set(vars(fresh))
+    assert {"_made_session", "_tokenizer", "_truncating"} <= set(vars(fresh))
     assert np.array_equal(fresh.embed(TEXTS).vectors, onnx_embedders["onnx"].embed(TEXTS).vectors)
+
+
+def test_a_load_and_an_embed_at_once_build_the_graph_once(
+        onnx_embedders: dict[str, OnnxEmbedder], tmp_path: Path) -> None:
+    # A review's worker thread loads the model while its own thread may embed already.
+    warnings: list[str] = []
+    fresh = make_embedder(DEFAULT_MODEL, "onnx", tmp_path / "cache", warnings.append)
+    with ThreadPoolExecutor(2) as pool:
+        loading = pool.submit(fresh.load)
+        embedded = pool.submit(fresh.embed, TEXTS)
+        loading.result()
+        vectors = embedded.result().vectors
+    assert len(warnings) == 1 and "building the ONNX graph" in warnings[0]
+    assert np.array_equal(vectors, onnx_embedders["onnx"].embed(TEXTS).vectors)

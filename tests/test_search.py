@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,9 +12,10 @@ from click.testing import CliRunner
 from rank_bm25 import BM25Okapi
 
 from pr_context.cli import cli
+from pr_context.errors import EmbeddingError
 from pr_context.git import open_repository
 from pr_context.index.store import IndexStore
-from pr_context.pipeline import Searcher
+from pr_context.pipeline import Searcher, model_loading
 from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus
@@ -626,3 +628,34 @@ def test_stored_chunk_uses_give_the_join_of_references_and_chunk_lines(
         if "." in name:
             expected.setdefault(name.rsplit(".", 1)[-1], []).append(int(index))
     assert rows and corpus.chunks_using == expected
+
+
+class _LoadingEmbedder(FakeEmbedder):
+    """Records the thread of each load; ``broken``: its model cannot be loaded."""
+
+    def __init__(self, broken: bool = False) -> None:
+        super().__init__()
+        self.broken = broken
+        self.loaded_in: list[str] = []
+
+    def load(self) -> None:
+        self.loaded_in.append(threading.current_thread().name)
+        if self.broken:
+            raise EmbeddingError("cannot load embedding model 'fake': broken")
+
+
+def test_model_loading_loads_the_model_in_a_worker_thread() -> None:
+    embedder = _LoadingEmbedder()
+    with model_loading(embedder):
+        pass
+    assert len(embedder.loaded_in) == 1
+    assert embedder.loaded_in[0].startswith("model-load")
+
+
+def test_a_model_that_cannot_load_is_left_to_the_first_embed() -> None:
+    embedder = _LoadingEmbedder(broken=True)
+    with model_loading(embedder):  # the worker's failure does not end the block
+        reached = True
+    assert reached and embedder.loaded_in
+    with model_loading(None):  # no model (an index without vectors): nothing loads
+        pass
