@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -120,6 +121,9 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = BATCH_SIZE) -> None:
         self._requested = model
         self._batch_size = batch_size
+        # Held while the model loads: a worker thread may load it (``load``) while the
+        # caller's thread embeds, and it must be loaded once.
+        self._loading = threading.Lock()
         # Seconds spent inside the model's own encode: the floor the rest is measured on.
         self.encode_seconds = 0.0
 
@@ -166,7 +170,7 @@ class SentenceTransformerEmbedder:
         return Embeddings(np.asarray(vectors, dtype=np.float32), counts)
 
     def load(self) -> None:
-        self._model  # noqa: B018 - a cached property: loads the model once
+        self._model  # noqa: B018 - loads the model once
 
     def word_pieces(self, word: str) -> int:
         pieces = self._word_pieces
@@ -182,8 +186,13 @@ class SentenceTransformerEmbedder:
             return None
         return load_tokenizer(location, None)
 
-    @cached_property
+    @property
     def _model(self) -> Any:
+        with self._loading:  # the second thread finds the first one's model loaded
+            return self._loaded_model
+
+    @cached_property
+    def _loaded_model(self) -> Any:
         location = self._resolve_location()
         if self._requested == DEFAULT_MODEL:
             # The bundled copy is complete; never let the hub client go online for it.

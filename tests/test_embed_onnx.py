@@ -121,7 +121,7 @@ def test_word_pieces_come_from_the_tokenizer_file_without_the_model(
     fresh = SentenceTransformerEmbedder()
     words = ["bcrypt", "house", "tokenizer", "PostgreSQL", "serialize", "x"]
     counts = [fresh.word_pieces(w) for w in words]
-    assert "_model" not in vars(fresh)  # counted without loading torch's model
+    assert "_loaded_model" not in vars(fresh)  # counted without loading torch's model
     assert counts == [len(real_embedder._model.tokenizer.tokenize(w)) for w in words]
     assert counts == [onnx_embedders["onnx"].word_pieces(w) for w in words]
 
