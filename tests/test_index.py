@@ -180,6 +180,16 @@ class _ThreadRecordingEmbedder(FakeEmbedder):
         return super().embed(texts, threads)
 
 
+def _indexed_then_a_module_added(make_repo: Callable[..., GitRepo],
+                                 tmp_path: Path) -> tuple[GitRepo, Path, str]:
+    """A repository indexed with vectors, its index, and the commit adding a module."""
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db, embedder=FakeEmbedder())
+    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
+    return repo, db, repo.commit("add a module")
+
+
 def _update_with_vectors_later(repo: GitRepo, db: Path,
                                embedder: Embedder | None) -> IndexResult:
     """start_index's result, once its vectors are stored."""
@@ -235,11 +245,7 @@ class _LoadRecordingEmbedder(_ThreadRecordingEmbedder):
 
 def test_the_worker_loads_the_model_before_the_texts_reach_it(
         make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
-    repo = make_repo(STARTER)
-    db = tmp_path / "index.duckdb"
-    index(repo, db, embedder=FakeEmbedder())
-    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
-    repo.commit("add a module")
+    repo, db, _ = _indexed_then_a_module_added(make_repo, tmp_path)
     embedder = _LoadRecordingEmbedder()
     assert _update_with_vectors_later(repo, db, embedder).embedded > 0
     first, *_ = embedder.threads
@@ -248,11 +254,7 @@ def test_the_worker_loads_the_model_before_the_texts_reach_it(
 
 def test_a_model_that_cannot_load_fails_the_build_when_its_vectors_are_waited_for(
         make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
-    repo = make_repo(STARTER)
-    db = tmp_path / "index.duckdb"
-    index(repo, db, embedder=FakeEmbedder())
-    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
-    repo.commit("add a module")
+    repo, db, _ = _indexed_then_a_module_added(make_repo, tmp_path)
     with pytest.raises(EmbeddingError, match="broken"):
         _update_with_vectors_later(repo, db, _LoadRecordingEmbedder(broken=True))
 
@@ -295,11 +297,7 @@ def test_the_caller_embeds_the_texts_the_worker_has_not_begun(
 
 def test_an_index_built_with_vectors_later_is_complete_but_for_them_until_finished(
         make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
-    repo = make_repo(STARTER)
-    db = tmp_path / "index.duckdb"
-    index(repo, db, embedder=FakeEmbedder())
-    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
-    head = repo.commit("add a module")
+    repo, db, head = _indexed_then_a_module_added(make_repo, tmp_path)
     with start_index(open_repository(repo.path), "HEAD", db, IndexOptions(), FakeEmbedder(),
                      SilentProgress()) as build:
         with IndexStore.open_existing(db) as store:  # readable meanwhile: rows, revision
@@ -329,11 +327,7 @@ def test_an_index_without_a_model_is_built_alike_with_vectors_later(
 
 def test_a_model_failing_in_the_worker_fails_the_finish(
         make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
-    repo = make_repo(STARTER)
-    db = tmp_path / "index.duckdb"
-    index(repo, db, embedder=FakeEmbedder())
-    repo.write("pkg/new.py", "def brand_new(x):\n    return x * 2\n")
-    repo.commit("add a module")
+    repo, db, _ = _indexed_then_a_module_added(make_repo, tmp_path)
     with pytest.raises(EmbeddingError, match="interrupted"):
         _update_with_vectors_later(repo, db, _InterruptedEmbedder(batches=0))
 
