@@ -346,34 +346,54 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     """
     options = options or ReviewOptions()
     base, head = resolve_revision(repo, base_rev), resolve_revision(repo, head_rev)
-    head_db = index_pair(repo, base, head, db, out_dir, embedder, progress, options)
-    matches = _definitions_named(head_db, name.strip())
-    if not matches:
-        raise BadInputError(f"no function, method or class named {name!r} at {head[:12]}")
-    chosen = matches[0]
-    changed = next((s for s in changed_symbols_between(repo, base, head).symbols
-                    if s.qualified_name == chosen.qualified_name), None)
-    analysed = changed or chosen
+    # The head's new texts are embedded in a worker while the graphs are built (review).
+    with _start_pair(repo, base, head, db, out_dir, embedder, progress, options) as build:
+        matches = _definitions_named(build.db_path, name.strip())
+        if not matches:
+            raise BadInputError(f"no function, method or class named {name!r} at "
+                                f"{head[:12]}")
+        chosen = matches[0]
+        changed = next((s for s in changed_symbols_between(repo, base, head).symbols
+                        if s.qualified_name == chosen.qualified_name), None)
+        report = _explained(repo, base, head, db, build, changed or chosen, options)
+    if changed is None:
+        report = dataclasses.replace(report, change="unchanged")
+    return Explanation(report, head, tuple(m.qualified_name for m in matches[1:]))
+
+
+def _explained(repo: Repository, base: Sha, head: Sha, db: Path, build: IndexBuild,
+               analysed: ChangedSymbol, options: ReviewOptions) -> SymbolReport:
+    """``analysed``'s report, both sides loaded as a review loads them."""
+    def vectors() -> None:
+        build.finish()
+
     pr_diff = _pr_diff(repo, base, head)
     with _Sources(repo) as sources:
         base_reads = _base_reads(db, False)
-        head_side, _ = _load_head(head_db, sources, base_reads, False)
+        head_side, _ = _load_head(build.db_path, sources, base_reads, False, vectors)
         base_side = _load_base(db, sources, base_reads) if _needs_base(analysed) else None
         reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff,
                                      options.budget_s, sources, None)
-    report = reports[0] if changed else dataclasses.replace(reports[0], change="unchanged")
-    return Explanation(report, head, tuple(m.qualified_name for m in matches[1:]))
+    return reports[0]
 
 
 def index_pair(repo: Repository, base: Sha, head: Sha, db: Path, out_dir: Path,
                embedder: Embedder | None, progress: Progress,
                options: ReviewOptions) -> Path:
     """Build or update ``db`` to ``base`` and its head copy in ``out_dir``; return the copy."""
+    with _start_pair(repo, base, head, db, out_dir, embedder, progress, options) as build:
+        build.finish()
+    return build.db_path
+
+
+def _start_pair(repo: Repository, base: Sha, head: Sha, db: Path, out_dir: Path,
+                embedder: Embedder | None, progress: Progress,
+                options: ReviewOptions) -> IndexBuild:
+    """``index_pair``, the head copy's new vectors still being computed (``start_index``)."""
     build_index(repo, base, db, options.index_options, embedder, progress)
     store_graph(db)
-    head_db = out_dir / HEAD_INDEX_NAME
-    _build_overlay(repo, head, db, head_db, embedder, progress, options)
-    return head_db
+    return _start_overlay(repo, head, db, out_dir / HEAD_INDEX_NAME, embedder, progress,
+                          options)
 
 
 def _definitions_named(db: Path, name: str) -> list[ChangedSymbol]:
@@ -429,18 +449,11 @@ def write_review(report: Report, out_dir: Path) -> ReviewOutputs:
 # -- indexes --------------------------------------------------------------------------------
 
 
-def _build_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
-                   embedder: Embedder | None, progress: Progress,
-                   options: ReviewOptions) -> IndexResult:
-    """Copy the base index to ``head_db`` and update the copy to ``head``; ``db`` is kept."""
-    _copy_index(db, head_db)
-    return build_index(repo, head, head_db, options.index_options, embedder, progress)
-
-
 def _start_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
                    embedder: Embedder | None, progress: Progress,
                    options: ReviewOptions) -> IndexBuild:
-    """``_build_overlay`` whose new vectors are still being computed (``start_index``)."""
+    """``db`` copied to ``head_db`` and the copy updated to ``head``, its new vectors still
+    being computed (``start_index``); ``db`` is kept."""
     _copy_index(db, head_db)
     return start_index(repo, head, head_db, options.index_options, embedder, progress)
 
