@@ -22,7 +22,7 @@ from pr_context.links import SelectedTest
 from pr_context.progress import SilentProgress
 from pr_context.render import COMMENT_MARKER, MAX_COMMENT_CHARS, render_comment, render_summary
 from pr_context.report import EvidenceItem, IndexInfo, Report, SymbolReport
-from pr_context.review import HEAD_INDEX_NAME, ReviewOptions, review, write_review
+from pr_context.review import HEAD_INDEX_NAME, ReviewOptions, explain, review, write_review
 from tests.conftest import GitRepo
 from tests.fakes import FakeEmbedder
 
@@ -721,3 +721,17 @@ def test_the_base_side_analysed_in_a_forked_child_gives_the_same_evidence(
     assert changes["shop.pricing.price"] == "renamed"
     assert symbol(evidence[0], "shop.boxes.Box.__contains__")["tests"]
     assert evidence[0] == evidence[1]
+
+
+def test_explain_reports_a_changed_symbol_as_the_review_does(
+        reviewed: tuple[GitRepo, str, str, Path, dict[str, Any]]) -> None:
+    # explain embeds the head's new texts while both sides load, as the review does: the
+    # same report for the symbol, and a head index with every vector.
+    repo, base, head, tmp, data = reviewed
+    reported = data["changed_symbols"][0]
+    found = explain(open_repository(repo.path), base, head, tmp / "explain.duckdb",
+                    tmp / "explain-out", reported["qualified_name"], FakeEmbedder(),
+                    SilentProgress())
+    assert found.symbol.to_json() == reported
+    with IndexStore.open_existing(tmp / "explain-out" / HEAD_INDEX_NAME) as store:
+        assert store.text_hashes() <= store.embedded_hashes()
