@@ -364,13 +364,10 @@ def explain(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
 def _explained(repo: Repository, base: Sha, head: Sha, db: Path, build: IndexBuild,
                analysed: ChangedSymbol, options: ReviewOptions) -> SymbolReport:
     """``analysed``'s report, both sides loaded as a review loads them."""
-    def vectors() -> None:
-        build.finish()
-
     pr_diff = _pr_diff(repo, base, head)
     with _Sources(repo) as sources:
         base_reads = _base_reads(db, False)
-        head_side, _ = _load_head(build.db_path, sources, base_reads, False, vectors)
+        head_side, _ = _load_head(build.db_path, sources, base_reads, False, build.finish)
         base_side = _load_base(db, sources, base_reads) if _needs_base(analysed) else None
         reports, _, _ = _analyse_all([analysed], head_side, base_side, pr_diff,
                                      options.budget_s, sources, None)
@@ -498,7 +495,7 @@ def _load_base(db: Path, sources: _Sources, base: _BaseReads) -> IndexSide:
 
 
 def _load_head(db: Path, sources: _Sources, base: _BaseReads, spliced: bool,
-               vectors: Callable[[], None] = lambda: None) -> tuple[IndexSide, Manifest]:
+               vectors: Callable[[], object] = lambda: None) -> tuple[IndexSide, Manifest]:
     """The head side: its graph rows read over the base's (the sites and syntax uses of
     the files whose rows are the base's taken from the base's tables), and, when
     ``spliced``, its corpus spliced into the base's from the other files; the head's

@@ -68,7 +68,7 @@ from pr_context.index.build import NO_MODEL, IndexOptions, build_index
 from pr_context.index.schema import SCHEMA_VERSION
 from pr_context.models import Sha
 from pr_context.parse import PARSER_VERSION
-from pr_context.pipeline import EmbeddingChoice, Searcher, embedder_for, model_loading
+from pr_context.pipeline import EmbeddingChoice, Searcher, embedder_for
 from pr_context.policy import CONFIG_PATH
 from pr_context.progress import Progress
 from pr_context.render import (
@@ -408,8 +408,7 @@ def _answer(command: SlashCommand, settings: ActionSettings, env: ActionEnv, num
     head_db = index_pair(pull.repo, pull.base, pull.head, settings.db, settings.out,
                          embedder, progress, pull.options)
     searcher = Searcher(embedder, progress, pull.options.index_options)
-    with model_loading(embedder):  # loaded already when the indexes embedded anything
-        corpus = searcher.corpus(pull.repo, pull.head, head_db)
+    corpus = searcher.corpus(pull.repo, pull.head, head_db)  # index_pair loaded the model
     outcome = searcher.search(corpus, command.argument, SEARCH_RESULTS)
     return render_search(command.argument, outcome.hits, outcome.message, pull.head,
                          env.repository_url)
