@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -200,6 +202,34 @@ def test_a_damaged_graph_is_built_again_with_a_warning(
     assert not caplog.records  # the quantizer's own advice is not shown to users
     record = json.loads((folder / "graph.json").read_text())
     assert record["identity"] == embedder.backend == onnx_embedders[backend].backend
+
+
+def test_a_sound_graph_is_hashed_once_and_a_changed_one_is_found_corrupt(
+        onnx_embedders: dict[str, OnnxEmbedder], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    shipped = onnx_embedders["onnx"]._graph
+    folder = tmp_path / shipped.folder.name
+    folder.mkdir()
+    for name in ("model.onnx", "graph.json"):
+        (folder / name).write_bytes((shipped.folder / name).read_bytes())
+    graph = dataclasses.replace(shipped, folder=folder)
+    assert graph.problem() is None  # hashed, and remembered beside the folder
+
+    def no_hashing(path: Path) -> str:
+        raise AssertionError(f"{path} hashed again")
+
+    monkeypatch.setattr(embed_onnx, "_file_sha256", no_hashing)
+    assert graph.problem() is None
+    monkeypatch.undo()
+    # One byte changed in place, as a failing disk or a stray write leaves it: the
+    # same size, another modification time.
+    model = folder / "model.onnx"
+    data = bytearray(model.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    stamp = model.stat().st_mtime_ns
+    model.write_bytes(bytes(data))
+    os.utime(model, ns=(stamp + 1_000_000, stamp + 1_000_000))
+    assert graph.problem() == "its model file is corrupt (hash mismatch)"
 
 
 def _damage(folder: Path, damage: str) -> None:
