@@ -261,13 +261,17 @@ def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
         base_side = _load_base(db, sources, base_reads) if needs_base else None
     with timer.stage("coverage"):
         coverage, problem = _coverage(repo, options, base, db, wanted, roles, sources)
+    # Without coverage's own counts, the selection may ask for an estimate: the child
+    # that analyses the base side counts it once its symbols are done (_analyse_all).
+    estimate = _Estimate(head_side, sources) if not (coverage and coverage.instances) \
+        else None
     with timer.stage("analyse"):
         symbols, tests, skipped = _analyse_all(wanted, head_side, base_side, pr_diff,
                                                options.budget_s, sources, coverage,
-                                               options.fork)
+                                               options.fork, estimate)
     with timer.stage("select"):
         selection = _selection(tests, head_side, pr_diff, roles, base, head, sources,
-                               coverage)
+                               coverage, estimate)
     return _Analysis(manifest, symbols, selection, excluded, skipped, len(wanted), coverage,
                      problem)
 
@@ -289,7 +293,8 @@ def _coverage(repo: Repository, options: ReviewOptions, base: Sha, db: Path,
 
 def _selection(tests: list[SymbolTests], head: IndexSide, pr: _PrDiff, roles: Mapping[str, str],
                base: Sha, head_sha: Sha, sources: _Sources,
-               coverage: MeasuredCoverage | None) -> TestSelection:
+               coverage: MeasuredCoverage | None,
+               estimate: _Estimate | None = None) -> TestSelection:
     """What CI should run; every target exists at head (a removed symbol's base tests may
     be gone)."""
     changed_tests = [p for p in pr.added if roles.get(p) == "test"]
@@ -297,10 +302,30 @@ def _selection(tests: list[SymbolTests], head: IndexSide, pr: _PrDiff, roles: Ma
     selection = select_tests(tests, head.links, head.imports, pr.paths, changed_tests,
                              modules, coverage.tests_changed_since if coverage else (),
                              instances=coverage.instances if coverage else None,
-                             estimate=lambda: _parametrized_tests(head, sources))
+                             estimate=estimate or _Estimate(head, sources))
     kept = tuple(i for i in selection.items if selection.run_everything
                  or i.target.split("::", 1)[0] in head.links.roles)
     return dataclasses.replace(selection, items=kept)
+
+
+@dataclass
+class _Estimate:
+    """What ``_parametrized_tests`` finds for ``side``, counted when first asked for, or
+    before by the forked child of ``_analyse_all`` (``known``)."""
+
+    side: IndexSide
+    sources: _Sources
+    known: dict[str, int] | None = None
+    parent: int = field(default_factory=os.getpid)  # the process that made it
+
+    def __call__(self) -> dict[str, int]:
+        if self.known is None:
+            self.known = _parametrized_tests(self.side, self.sources)
+        return self.known
+
+    def in_child(self) -> dict[str, int] | None:
+        """The counts when this is a forked child (its spare time), else None."""
+        return self() if os.getpid() != self.parent else None
 
 
 def _parametrized_tests(side: IndexSide, sources: _Sources) -> dict[str, int]:
@@ -599,6 +624,7 @@ def _pr_diff(repo: Repository, base: Sha, head: Sha) -> _PrDiff:
 def _analyse_all(
     symbols: list[ChangedSymbol], head: IndexSide, base: IndexSide | None, pr: _PrDiff,
     budget_s: float, sources: _Sources, coverage: MeasuredCoverage | None, fork: bool = False,
+    estimate: _Estimate | None = None,
 ) -> tuple[list[SymbolReport], list[SymbolTests], int]:
     """Every symbol's report, what the test selection needs of each, and how many
     symbols the budget skipped.
@@ -607,14 +633,18 @@ def _analyse_all(
     child while this process analyses the others, on the second core (pr_context.forked).
     Each side's walks remember what they met on that side alone, so a symbol is walked
     as one process walks it, in the same order among its side's symbols. The time budget
-    is counted from the same start in both processes.
+    is counted from the same start in both processes. The child then counts the test
+    selection's ``estimate``, which this process may ask for next.
     """
     analyser = _Analyser(head, base, pr, budget_s, time.monotonic(), sources, coverage)
     at_base = [change for change in symbols if analyser.holder(change) is not head]
-    work = functools.partial(analyser.all_of, at_base)
+    work = functools.partial(analyser.aside, at_base, estimate)
     with fork_work(work) if fork and at_base else Forked(work) as aside:
         here = iter(analyser.all_of([c for c in symbols if analyser.holder(c) is head]))
-        there = iter(aside.result())
+        analysed, counted = aside.result()
+    there = iter(analysed)
+    if estimate is not None and counted is not None:
+        estimate.known = counted
     done = [next(here if analyser.holder(change) is head else there) for change in symbols]
     return ([d.report for d in done], [d.tests for d in done],
             sum(d.skipped for d in done))
@@ -647,6 +677,11 @@ class _Analyser:
 
     def all_of(self, changes: list[ChangedSymbol]) -> list[_Analysed]:
         return [self.analysed(change) for change in changes]
+
+    def aside(self, changes: list[ChangedSymbol], estimate: _Estimate | None
+              ) -> tuple[list[_Analysed], dict[str, int] | None]:
+        """``changes`` analysed, then, in a forked child, ``estimate``'s counts."""
+        return self.all_of(changes), estimate.in_child() if estimate else None
 
     def analysed(self, change: ChangedSymbol) -> _Analysed:
         if time.monotonic() - self.started >= self.budget_s:

@@ -690,13 +690,23 @@ BOXES = {
 }
 
 
+# 40 tests of one function the PR below does not reach, and one more it does: it reaches
+# most of the suite's test functions (3 of 5) but few of its tests (3 of 44), counted by
+# the selection's estimate, which the child makes.
+MANY = {"tests/test_many.py": ("import pytest\n\n\n@pytest.mark.parametrize('x', range(40))\n"
+                               "def test_many(x):\n    assert x >= 0\n"),
+        "tests/test_packing.py": ("from shop.boxes import pack\n\n\n"
+                                  "def test_pack_one():\n    assert len(pack([1])) == 1\n")}
+
+
 def test_the_base_side_analysed_in_a_forked_child_gives_the_same_evidence(
         make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
     """Removed symbols (walked on the base's graph, in the child), a renamed one (whose
-    old callers are looked up at base) and changed ones (walked by the review itself).
+    old callers are looked up at base) and changed ones (walked by the review itself);
+    the child then counts the parametrized tests for the selection.
     The forking review runs as a command, in a process of its own: fork_work does not
     fork a process running other threads, as this test session may."""
-    repo = make_repo({**BASE_FILES, **MOVED_BASE, **BOXES})
+    repo = make_repo({**BASE_FILES, **MOVED_BASE, **BOXES, **MANY})
     base = repo.git("rev-parse", "HEAD").strip()
     for path, text in HEAD_CHANGES.items():
         repo.write(path, text)
@@ -720,6 +730,8 @@ def test_the_base_side_analysed_in_a_forked_child_gives_the_same_evidence(
     assert changes["shop.boxes.Box.__contains__"] == "removed"
     assert changes["shop.pricing.price"] == "renamed"
     assert symbol(evidence[0], "shop.boxes.Box.__contains__")["tests"]
+    assert evidence[0]["run_everything"] is False
+    assert "tests/test_packing.py::test_pack_one" in evidence[0]["test_selection"]
     assert evidence[0] == evidence[1]
 
 
