@@ -19,6 +19,7 @@ from pr_context.cli import cli
 from pr_context.embed import Embedder, Embeddings
 from pr_context.errors import EmbeddingError, IndexFileError, UnknownRevisionError
 from pr_context.git import open_repository
+from pr_context.index import parsing
 from pr_context.index.build import IndexOptions, IndexResult, build_index, start_index
 from pr_context.index.schema import ARROW_TYPES, MIGRATIONS
 from pr_context.index.store import DATA_TABLES, IndexStore
@@ -250,6 +251,43 @@ def test_the_worker_loads_the_model_before_the_texts_reach_it(
     assert _update_with_vectors_later(repo, db, embedder).embedded > 0
     first, *_ = embedder.threads
     assert first.startswith("load in index-vectors")
+
+
+class _FirstBatchEmbedder(FakeEmbedder):
+    """Tells when the worker thread takes its first texts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_batch = threading.Event()
+
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> Embeddings:
+        if threading.current_thread() is not threading.main_thread():
+            self.first_batch.set()
+        return super().embed(texts, threads)
+
+
+def test_the_worker_embeds_a_files_texts_while_the_next_files_are_parsed(
+        make_repo: Callable[..., GitRepo], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(STARTER)
+    db = tmp_path / "index.duckdb"
+    index(repo, db, embedder=FakeEmbedder())
+    repo.write("pkg/aa_first.py", "def first(x):\n    return x + 1\n")
+    repo.write("pkg/zz_last.py", "def last(x):\n    return x - 1\n")
+    repo.commit("add two modules")
+    embedder = _FirstBatchEmbedder()
+    parse_file = parsing.parse_file
+    seen_while_parsing: list[bool] = []
+
+    def parse_holding_the_last(path: str, *args: object) -> object:
+        if path == "pkg/zz_last.py":  # parsed last: the first file's texts are out
+            seen_while_parsing.append(embedder.first_batch.wait(timeout=10))
+        return parse_file(path, *args)
+
+    monkeypatch.setattr(parsing, "parse_file", parse_holding_the_last)
+    result = _update_with_vectors_later(repo, db, embedder)
+    assert seen_while_parsing == [True]
+    assert result.embedded == len({h for call in embedder.calls for h in call}) > 0
 
 
 def test_a_model_that_cannot_load_fails_the_build_when_its_vectors_are_waited_for(

@@ -276,13 +276,14 @@ def _build(
         # A new file holds no rows: what it must parse is every listed file.
         parse = (early if early is not None
                  else Parsing(changes.files, blobs, policy, progress, parsers, keep_texts))
-        rows = parse.rows()
+        feed = (_TextFeed(pool, embedder, store.embedded_hashes())
+                if pool is not None and embedder is not None else None)
+        rows = parse.rows(feed.add if feed is not None else None)
         parsers.stop()
         todo: list[_VectorGroup] = []
-        if pool is not None and embedder is not None:
-            new_texts, reused = _missing_texts(store, rows)
-            todo = _submit_texts(pool, embedder, new_texts)
-            embedded = len(new_texts)
+        if feed is not None:
+            embedded, reused = feed.finish(store, rows)
+            todo = feed.todo
         else:
             embedded, reused = _embed_missing(store, rows, embedder, progress)
         store.replace_paths(changes.removed, rows.tables())
@@ -444,6 +445,30 @@ def _missing_texts(store: IndexStore, rows: Rows) -> tuple[dict[str, str], int]:
     new_texts.update(store.chunk_texts(kept))
     reused = len(rows.texts) - len(set(rows.texts) & set(new_texts))
     return new_texts, reused
+
+
+class _TextFeed:
+    """The new texts of a build handed to the worker file by file, as each is parsed
+    (``start_index``): the model embeds the first file's while the others are parsed.
+    What it hands out in all is what ``_missing_texts`` finds once every file is parsed."""
+
+    def __init__(self, pool: ThreadPoolExecutor, embedder: Embedder, have: set[str]) -> None:
+        self._pool, self._embedder, self._have = pool, embedder, have
+        self._sent: dict[str, str] = {}
+        self.todo: list[_VectorGroup] = []
+
+    def add(self, texts: Mapping[str, str]) -> None:
+        """One file's texts: those without a vector, not handed out yet, go now."""
+        new = {h: t for h, t in texts.items() if h not in self._have and h not in self._sent}
+        self._sent.update(new)
+        self.todo += _submit_texts(self._pool, self._embedder, new)
+
+    def finish(self, store: IndexStore, rows: Rows) -> tuple[int, int]:
+        """Hand out the kept chunks' texts that lack a vector (an interrupted build);
+        (texts embedded, texts of ``rows`` that had a vector)."""
+        self.add(store.chunk_texts(store.text_hashes() - self._have - set(self._sent)))
+        reused = len(rows.texts) - len(set(rows.texts) & set(self._sent))
+        return len(self._sent), reused
 
 
 def _submit_texts(pool: ThreadPoolExecutor, embedder: Embedder,

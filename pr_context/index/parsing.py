@@ -119,7 +119,9 @@ class Parsing:
             self._pending.append(job)
             yield job
 
-    def rows(self) -> Rows:
+    def rows(self, each: Callable[[Mapping[str, str]], None] | None = None) -> Rows:
+        """Every file's rows; ``each`` is given each parsed file's texts (hash -> embed
+        text) as soon as it is parsed, in order."""
         rows = self._rows
         for number, parsed in enumerate(self._results, 1):
             entry, _text, language, decode_errors = self._pending.popleft()
@@ -127,6 +129,8 @@ class Parsing:
                           parsed.syntax_errors, decode_errors, parsed.digest)
             rows.extend(parsed.columns)
             rows.texts.update(parsed.texts)
+            if each is not None:
+                each(parsed.texts)
             self._progress.advance()
             if number % FREEZE_FILES == 0:
                 rows.freeze()
