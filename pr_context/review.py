@@ -25,7 +25,7 @@ from pr_context.collector import collector_paused
 from pr_context.coverage import CoverageInput, MeasuredCoverage, SymbolCoverage
 from pr_context.defaults import DEFAULT_TOP_K, REVIEW_BUDGET_S
 from pr_context.diff import parse_patch
-from pr_context.embed import Embedder
+from pr_context.embed import Embedder, model_loading
 from pr_context.errors import (
     BadInputError,
     CoverageFileError,
@@ -193,16 +193,20 @@ def _review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
             embedder: Embedder | None, progress: Progress, options: ReviewOptions) -> Report:
     timer, started = _Timer(), time.perf_counter()
     base, head = resolve_revision(repo, base_rev), resolve_revision(repo, head_rev)
-    with timer.stage("index_base"):
-        base_result = build_index(repo, base, db, options.index_options, embedder, progress)
-        store_graph(db)  # kept for the next review of this base (read by _load_base)
     head_db = out_dir / HEAD_INDEX_NAME
     with ExitStack() as stack:
-        # The head's new texts are embedded in a worker thread while the diff is read
-        # and the graphs are built; the analysis waits for them (``_analyse_pr``).
-        with timer.stage("index_head"):
-            head_build = stack.enter_context(
-                _start_overlay(repo, head, db, head_db, embedder, progress, options))
+        # The model loads on the other core while the base index is checked; it is loaded
+        # (and its thread gone, as the analysis's fork needs) once the head's files are in.
+        with model_loading(embedder):
+            with timer.stage("index_base"):
+                base_result = build_index(repo, base, db, options.index_options, embedder,
+                                          progress)
+                store_graph(db)  # kept for the next review of this base (_load_base)
+            # The head's new texts are embedded in a worker thread while the diff is read
+            # and the graphs are built; the analysis waits for them (``_analyse_pr``).
+            with timer.stage("index_head"):
+                head_build = stack.enter_context(
+                    _start_overlay(repo, head, db, head_db, embedder, progress, options))
         with timer.stage("diff"):
             changes = changed_symbols_between(repo, base, head)
             pr_diff = _pr_diff(repo, base, head)

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from pr_context import review as review_module
 from pr_context.cli import cli
 from pr_context.git import open_repository
 from pr_context.index.build import IndexOptions, build_index
@@ -733,6 +735,39 @@ def test_the_base_side_analysed_in_a_forked_child_gives_the_same_evidence(
     assert evidence[0]["run_everything"] is False
     assert "tests/test_packing.py::test_pack_one" in evidence[0]["test_selection"]
     assert evidence[0] == evidence[1]
+
+
+class _LoadTracingEmbedder(FakeEmbedder):
+    """Records the threads its model was loaded in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads: list[str] = []
+
+    def load(self) -> None:
+        self.loads.append(threading.current_thread().name)
+
+
+def test_the_model_loads_while_the_base_is_checked_and_its_threads_end_before_the_analysis(
+        make_repo: Callable[..., GitRepo], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, base, head = pr_repo(make_repo)
+    embedder = _LoadTracingEmbedder()
+    analyse_all = review_module._analyse_all
+    alive: list[list[str]] = []
+
+    def tracing(*args: Any, **kwargs: Any) -> Any:
+        alive.append([t.name for t in threading.enumerate()])
+        return analyse_all(*args, **kwargs)
+
+    monkeypatch.setattr(review_module, "_analyse_all", tracing)
+    review(open_repository(repo.path), base, head, tmp_path / "base.duckdb", tmp_path / "out",
+           embedder, SilentProgress(), ReviewOptions())
+    # first in a thread of its own, then again as the head's worker's first task
+    assert embedder.loads[0].startswith("model-load")
+    assert embedder.loads[1].startswith("index-vectors")
+    # a forked child needs the process alone with its main thread
+    assert alive and not any(n.startswith(("model-load", "index-vectors")) for n in alive[0])
 
 
 def test_explain_reports_a_changed_symbol_as_the_review_does(
