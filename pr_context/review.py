@@ -246,10 +246,15 @@ class _Analysis:
 def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
                 changes: SymbolChanges, pr_diff: _PrDiff, options: ReviewOptions,
                 sources: _Sources, timer: _Timer, head_build: IndexBuild) -> _Analysis:
-    """Load both indexes, then every symbol's evidence and the test selection; the head's
-    vectors are waited for once its graph is built, before its corpus is read."""
-    def head_vectors() -> None:
-        with timer.stage("head_vectors"):  # the wait for the worker, within "load"
+    """Load both indexes, then every symbol's evidence and the test selection. Once the
+    head's graph is built, the base side is loaded while the worker ends the embedding,
+    then the head's vectors are waited for, before its corpus is read."""
+    base_sides: list[IndexSide | None] = []
+
+    def base_then_head_vectors() -> None:  # both within "load"
+        with timer.stage("load_base"):
+            base_sides.append(_load_base(db, sources, base_reads) if needs_base else None)
+        with timer.stage("head_vectors"):  # the wait for the worker
             head_build.finish()
 
     with timer.stage("load"):
@@ -260,9 +265,9 @@ def _analyse_pr(repo: Repository, base: Sha, head: Sha, db: Path, head_db: Path,
         # The head's graph rows and corpus are the base's but for the files the PR
         # changed: read from the base once, and for those files from the head.
         base_reads = _base_reads(db, needs_base)
-        head_side, manifest = _load_head(head_db, sources, base_reads, True, head_vectors)
-    with timer.stage("load_base"):
-        base_side = _load_base(db, sources, base_reads) if needs_base else None
+        head_side, manifest = _load_head(head_db, sources, base_reads, True,
+                                         base_then_head_vectors)
+    base_side = base_sides[0]
     with timer.stage("coverage"):
         coverage, problem = _coverage(repo, options, base, db, wanted, roles, sources)
     # Without coverage's own counts, the selection may ask for an estimate: the child
