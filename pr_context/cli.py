@@ -251,8 +251,7 @@ def search_command(repo: str, rev: str, db: Path, k: int, as_json: bool,
     deprecated code is left out unless asked for. When nothing is relevant enough the
     answer is empty, with the reason on stderr.
     """
-    from pr_context.embed import model_loading
-    from pr_context.pipeline import Searcher, embedder_for
+    from pr_context.pipeline import Searcher, embedder_for, model_loading
 
     if not query.strip():
         raise BadInputError("the query is empty")

@@ -21,9 +21,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -51,7 +49,6 @@ __all__ = [
     "load_tokenizer",
     "make_embedder",
     "mean_pooling_model",
-    "model_loading",
     "model_location",
 ]
 
@@ -294,20 +291,6 @@ def load_tokenizer(location: Path, max_tokens: int | None) -> Any:
 def backend_variant(backend: str) -> str:
     """The backend's name without its model hash: "onnx-int8:ab12..." -> "onnx-int8"."""
     return backend.split(":", 1)[0]
-
-
-@contextmanager
-def model_loading(embedder: Embedder | None) -> Iterator[None]:
-    """``embedder``'s model loaded in a worker thread while the block runs (a search
-    reads its index meanwhile, a review checks its base index, on the other core), and
-    loaded when the block ends, its thread gone. A model that cannot load is left to the
-    first ``embed``, which raises the error."""
-    if embedder is None:
-        yield
-        return
-    with ThreadPoolExecutor(1, thread_name_prefix="model-load") as pool:
-        pool.submit(embedder.load)
-        yield
 
 
 def make_embedder(model: str, backend: str, onnx_cache: Path,

@@ -7,7 +7,9 @@ choosing the embedder an index needs and keeping loaded corpora for reuse.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +94,19 @@ def embedder_for(choice: EmbeddingChoice, no_embeddings: bool, db: Path,
     backend = choice.backend or (backend_variant(existing[1]) if existing and same_model
                                  else DEFAULT_BACKEND)
     return make_embedder(model, backend, choice.onnx_cache, warn)
+
+
+@contextmanager
+def model_loading(embedder: Embedder | None) -> Iterator[None]:
+    """``embedder``'s model loaded in a worker thread while the block runs (a search
+    reads its index meanwhile, on the other core), and loaded when the block ends. A
+    model that cannot load is left to the first ``embed``, which raises the error."""
+    if embedder is None:
+        yield
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="model-load") as pool:
+        pool.submit(embedder.load)
+        yield
 
 
 @dataclass

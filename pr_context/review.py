@@ -16,6 +16,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from pr_context.collector import collector_paused
 from pr_context.coverage import CoverageInput, MeasuredCoverage, SymbolCoverage
 from pr_context.defaults import DEFAULT_TOP_K, REVIEW_BUDGET_S
 from pr_context.diff import parse_patch
-from pr_context.embed import Embedder, model_loading
+from pr_context.embed import Embedder
 from pr_context.errors import (
     BadInputError,
     CoverageFileError,
@@ -44,7 +45,14 @@ from pr_context.git import (
 from pr_context.graph import Caller, SymbolGraph, callers_of, load_graph, store_graph
 from pr_context.graph.readers import readers_of
 from pr_context.graph.tables import CLASS_KINDS, GraphRows, Tables, read_rows
-from pr_context.index.build import IndexBuild, IndexOptions, IndexResult, build_index, start_index
+from pr_context.index.build import (
+    IndexBuild,
+    IndexOptions,
+    IndexResult,
+    build_index,
+    start_index,
+    vector_worker,
+)
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.links import (
     Evidence,
@@ -195,18 +203,18 @@ def _review(repo: Repository, base_rev: str, head_rev: str, db: Path, out_dir: P
     base, head = resolve_revision(repo, base_rev), resolve_revision(repo, head_rev)
     head_db = out_dir / HEAD_INDEX_NAME
     with ExitStack() as stack:
-        # The model loads on the other core while the base index is checked; it is loaded
-        # (and its thread gone, as the analysis's fork needs) once the head's files are in.
-        with model_loading(embedder):
-            with timer.stage("index_base"):
-                base_result = build_index(repo, base, db, options.index_options, embedder,
-                                          progress)
-                store_graph(db)  # kept for the next review of this base (_load_base)
-            # The head's new texts are embedded in a worker thread while the diff is read
-            # and the graphs are built; the analysis waits for them (``_analyse_pr``).
-            with timer.stage("index_head"):
-                head_build = stack.enter_context(
-                    _start_overlay(repo, head, db, head_db, embedder, progress, options))
+        # The worker that embeds the head's new texts loads the model while the base index
+        # is checked; it embeds them while the diff is read and the graphs are built, and
+        # the analysis waits for them (``_analyse_pr``).
+        worker = vector_worker(embedder)
+        stack.callback(worker.shutdown, wait=False, cancel_futures=True)
+        with timer.stage("index_base"):
+            base_result = build_index(repo, base, db, options.index_options, embedder,
+                                      progress)
+            store_graph(db)  # kept for the next review of this base (read by _load_base)
+        with timer.stage("index_head"):
+            head_build = stack.enter_context(
+                _start_overlay(repo, head, db, head_db, embedder, progress, options, worker))
         with timer.stage("diff"):
             changes = changed_symbols_between(repo, base, head)
             pr_diff = _pr_diff(repo, base, head)
@@ -481,12 +489,13 @@ def write_review(report: Report, out_dir: Path) -> ReviewOutputs:
 
 
 def _start_overlay(repo: Repository, head: Sha, db: Path, head_db: Path,
-                   embedder: Embedder | None, progress: Progress,
-                   options: ReviewOptions) -> IndexBuild:
+                   embedder: Embedder | None, progress: Progress, options: ReviewOptions,
+                   worker: ThreadPoolExecutor | None = None) -> IndexBuild:
     """``db`` copied to ``head_db`` and the copy updated to ``head``, its new vectors still
-    being computed (``start_index``); ``db`` is kept."""
+    being computed (``start_index``, in ``worker`` when given); ``db`` is kept."""
     _copy_index(db, head_db)
-    return start_index(repo, head, head_db, options.index_options, embedder, progress)
+    return start_index(repo, head, head_db, options.index_options, embedder, progress,
+                       worker)
 
 
 def _copy_index(db: Path, head_db: Path) -> None:

@@ -738,36 +738,43 @@ def test_the_base_side_analysed_in_a_forked_child_gives_the_same_evidence(
 
 
 class _LoadTracingEmbedder(FakeEmbedder):
-    """Records the threads its model was loaded in."""
+    """Records the threads its model was loaded in, and tells when it first was."""
 
     def __init__(self) -> None:
         super().__init__()
         self.loads: list[str] = []
+        self.loaded = threading.Event()
 
     def load(self) -> None:
         self.loads.append(threading.current_thread().name)
+        self.loaded.set()
 
 
-def test_the_model_loads_while_the_base_is_checked_and_its_threads_end_before_the_analysis(
+def test_the_model_loads_while_the_base_is_checked_and_its_thread_ends_before_the_analysis(
         make_repo: Callable[..., GitRepo], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     repo, base, head = pr_repo(make_repo)
     embedder = _LoadTracingEmbedder()
-    analyse_all = review_module._analyse_all
+    build_index_, analyse_all = review_module.build_index, review_module._analyse_all
+    loaded_during_base_check: list[bool] = []
     alive: list[list[str]] = []
+
+    def checking_base(*args: Any, **kwargs: Any) -> Any:
+        loaded_during_base_check.append(embedder.loaded.wait(timeout=10))
+        return build_index_(*args, **kwargs)
 
     def tracing(*args: Any, **kwargs: Any) -> Any:
         alive.append([t.name for t in threading.enumerate()])
         return analyse_all(*args, **kwargs)
 
+    monkeypatch.setattr(review_module, "build_index", checking_base)
     monkeypatch.setattr(review_module, "_analyse_all", tracing)
     review(open_repository(repo.path), base, head, tmp_path / "base.duckdb", tmp_path / "out",
            embedder, SilentProgress(), ReviewOptions())
-    # first in a thread of its own, then again as the head's worker's first task
-    assert embedder.loads[0].startswith("model-load")
-    assert embedder.loads[1].startswith("index-vectors")
+    assert loaded_during_base_check == [True]
+    assert embedder.loads == ["index-vectors_0"]  # the worker that embeds the head's texts
     # a forked child needs the process alone with its main thread
-    assert alive and not any(n.startswith(("model-load", "index-vectors")) for n in alive[0])
+    assert alive and not any(n.startswith("index-vectors") for n in alive[0])
 
 
 def test_explain_reports_a_changed_symbol_as_the_review_does(

@@ -12,11 +12,10 @@ from click.testing import CliRunner
 from rank_bm25 import BM25Okapi
 
 from pr_context.cli import cli
-from pr_context.embed import model_loading
 from pr_context.errors import EmbeddingError
 from pr_context.git import open_repository
 from pr_context.index.store import IndexStore
-from pr_context.pipeline import Searcher
+from pr_context.pipeline import Searcher, model_loading
 from pr_context.progress import SilentProgress
 from pr_context.retrieve import SearchOutcome
 from pr_context.retrieve.corpus import SearchCorpus

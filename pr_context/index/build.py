@@ -52,7 +52,7 @@ from pr_context.progress import Progress
 from pr_context.retrieve.lexical import LEXICAL_VERSION
 
 __all__ = ["COCHANGE_COMMITS", "IndexBuild", "IndexOptions", "IndexResult", "build_index",
-           "complete_index", "policy_at", "start_index"]
+           "complete_index", "policy_at", "start_index", "vector_worker"]
 
 PARSE_WORKERS = 2  # the runners this targets have 2 cores
 COCHANGE_MAX_FILES = 30  # larger commits are bulk edits, not evidence of coupling
@@ -129,9 +129,11 @@ def start_index(
     options: IndexOptions,
     embedder: Embedder | None,
     progress: Progress,
+    worker: ThreadPoolExecutor | None = None,
 ) -> IndexBuild:
     """``build_index``, but the vectors of the texts it must embed are computed in a
-    worker thread while the caller goes on (ONNX Runtime runs without the GIL).
+    worker thread while the caller goes on (ONNX Runtime runs without the GIL):
+    ``worker`` when the caller made it earlier (``vector_worker``), else a new one.
 
     On return the index holds every row and its manifest names ``rev``; the vectors are
     stored by ``IndexBuild.finish``, in the calling thread (DuckDB's connection is not
@@ -139,17 +141,23 @@ def start_index(
     copy whose owner waits before reading vectors (``review``'s head index), never for
     the index a build keeps. Raises what ``build_index`` raises.
     """
-    pool = ThreadPoolExecutor(1, thread_name_prefix="index-vectors")
-    if embedder is not None:
-        # The model loads on the worker's core while the files are read and parsed here
-        # (half a second of ONNX Runtime's start otherwise spent once the texts are in).
-        pool.submit(embedder.load)
+    pool = worker if worker is not None else vector_worker(embedder)
     try:
         result, todo = _build(repo, rev, db_path, options, embedder, progress, pool)
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
     return IndexBuild(db_path, embedder, progress, result, todo, pool)
+
+
+def vector_worker(embedder: Embedder | None) -> ThreadPoolExecutor:
+    """The thread that computes a build's vectors (``start_index``), loading the model
+    from now on, on its own core, while the caller reads and parses files (a third of a
+    second of ONNX Runtime's start on sphinx otherwise spent once the texts are in)."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="index-vectors")
+    if embedder is not None:
+        pool.submit(embedder.load)
+    return pool
 
 
 @dataclass
