@@ -428,11 +428,17 @@ def index_pair(repo: Repository, base: Sha, head: Sha, db: Path, out_dir: Path,
 def _start_pair(repo: Repository, base: Sha, head: Sha, db: Path, out_dir: Path,
                 embedder: Embedder | None, progress: Progress,
                 options: ReviewOptions) -> IndexBuild:
-    """``index_pair``, the head copy's new vectors still being computed (``start_index``)."""
-    build_index(repo, base, db, options.index_options, embedder, progress)
-    store_graph(db)
-    return _start_overlay(repo, head, db, out_dir / HEAD_INDEX_NAME, embedder, progress,
-                          options)
+    """``index_pair``, the head copy's new vectors still being computed (``start_index``),
+    by a worker that loads the model while the base index is checked (as ``review``)."""
+    worker = vector_worker(embedder)
+    try:
+        build_index(repo, base, db, options.index_options, embedder, progress)
+        store_graph(db)
+        return _start_overlay(repo, head, db, out_dir / HEAD_INDEX_NAME, embedder, progress,
+                              options, worker)
+    except BaseException:
+        worker.shutdown(wait=False, cancel_futures=True)
+        raise
 
 
 def _definitions_named(db: Path, name: str) -> list[ChangedSymbol]:

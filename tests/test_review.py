@@ -777,6 +777,25 @@ def test_the_model_loads_while_the_base_is_checked_and_its_thread_ends_before_th
     assert alive and not any(n.startswith("index-vectors") for n in alive[0])
 
 
+def test_explain_loads_the_model_while_the_base_is_checked(
+        make_repo: Callable[..., GitRepo], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, base, head = pr_repo(make_repo)
+    embedder = _LoadTracingEmbedder()
+    build_index_ = review_module.build_index
+    loaded_during_base_check: list[bool] = []
+
+    def checking_base(*args: Any, **kwargs: Any) -> Any:
+        loaded_during_base_check.append(embedder.loaded.wait(timeout=10))
+        return build_index_(*args, **kwargs)
+
+    monkeypatch.setattr(review_module, "build_index", checking_base)
+    found = explain(open_repository(repo.path), base, head, tmp_path / "base.duckdb",
+                    tmp_path / "out", "create_session", embedder, SilentProgress())
+    assert found.symbol.qualified_name.endswith("create_session")
+    assert loaded_during_base_check == [True] and embedder.loads == ["index-vectors_0"]
+
+
 def test_explain_reports_a_changed_symbol_as_the_review_does(
         reviewed: tuple[GitRepo, str, str, Path, dict[str, Any]]) -> None:
     # explain embeds the head's new texts while both sides load, as the review does: the
