@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import mmap
 import os
 import shutil
 import time
@@ -334,15 +335,23 @@ class _Estimate:
     sources: _Sources
     known: dict[str, int] | None = None
     parent: int = field(default_factory=os.getpid)  # the process that made it
+    # 1 once the parent has analysed its own symbols; shared with a child forked after
+    _parent_done: mmap.mmap = field(default_factory=lambda: mmap.mmap(-1, 1))
 
     def __call__(self) -> dict[str, int]:
         if self.known is None:
             self.known = _parametrized_tests(self.side, self.sources)
         return self.known
 
+    def parent_done(self) -> None:
+        self._parent_done[0] = 1
+
     def in_child(self) -> dict[str, int] | None:
-        """The counts when this is a forked child (its spare time), else None."""
-        return self() if os.getpid() != self.parent else None
+        """The counts when this is a forked child and the parent still analyses its own
+        symbols (the child's spare time), else None: the parent counts them if asked."""
+        if os.getpid() == self.parent or self._parent_done[0]:
+            return None
+        return self()
 
 
 def _parametrized_tests(side: IndexSide, sources: _Sources) -> dict[str, int]:
@@ -657,14 +666,16 @@ def _analyse_all(
     child while this process analyses the others, on the second core (pr_context.forked).
     Each side's walks remember what they met on that side alone, so a symbol is walked
     as one process walks it, in the same order among its side's symbols. The time budget
-    is counted from the same start in both processes. The child then counts the test
-    selection's ``estimate``, which this process may ask for next.
+    is counted from the same start in both processes. A child done before this process
+    then counts the test selection's ``estimate``, which this process may ask for next.
     """
     analyser = _Analyser(head, base, pr, budget_s, time.monotonic(), sources, coverage)
     at_base = [change for change in symbols if analyser.holder(change) is not head]
     work = functools.partial(analyser.aside, at_base, estimate)
     with fork_work(work) if fork and at_base else Forked(work) as aside:
         here = iter(analyser.all_of([c for c in symbols if analyser.holder(c) is head]))
+        if estimate is not None:
+            estimate.parent_done()
         analysed, counted = aside.result()
     there = iter(analysed)
     if estimate is not None and counted is not None:

@@ -27,6 +27,7 @@ from pr_context.report import EvidenceItem, IndexInfo, Report, SymbolReport
 from pr_context.review import HEAD_INDEX_NAME, ReviewOptions, explain, review, write_review
 from tests.conftest import GitRepo
 from tests.fakes import FakeEmbedder
+from tests.test_forked import run_fresh
 
 SESSION = (
     "def create_session(user, token, retries=3):\n"
@@ -735,6 +736,25 @@ def test_the_base_side_analysed_in_a_forked_child_gives_the_same_evidence(
     assert evidence[0]["run_everything"] is False
     assert "tests/test_packing.py::test_pack_one" in evidence[0]["test_selection"]
     assert evidence[0] == evidence[1]
+
+
+def test_the_child_counts_the_estimate_only_while_the_review_still_analyses() -> None:
+    """In a fresh interpreter, as tests/test_forked.py: the estimate of parametrized tests
+    is the child's spare work, left to the review once it has analysed its symbols."""
+    printed = run_fresh("""
+from types import SimpleNamespace
+from pr_context.review import _Estimate
+text = "import pytest\\n@pytest.mark.parametrize('x', [1, 2, 3])\\ndef test_a(x):\\n    pass\\n"
+side = SimpleNamespace(sha="abc", links=SimpleNamespace(roles={"tests/test_a.py": "test"}))
+estimate = _Estimate(side, SimpleNamespace(text=lambda sha, path: text))
+with fork_work(estimate.in_child) as work:
+    analysing = work.result()
+estimate.parent_done()
+with fork_work(estimate.in_child) as work:
+    done = work.result()
+print(analysing, done, estimate.in_child(), estimate.known)
+""")
+    assert printed == "{'tests/test_a.py::test_a': 3} None None None"
 
 
 class _LoadTracingEmbedder(FakeEmbedder):
