@@ -447,12 +447,18 @@ def _missing_texts(store: IndexStore, rows: Rows) -> tuple[dict[str, str], int]:
     """text_hash -> text of every text the index will hold but has no vector for, and
     how many of ``rows``' texts already have one."""
     have = store.embedded_hashes()
-    new_texts = {h: t for h, t in rows.texts.items() if h not in have}
-    # Chunks kept from the previous revision that lack a vector (an interrupted build).
+    return _with_kept_texts(store, rows, have,
+                            {h: t for h, t in rows.texts.items() if h not in have})
+
+
+def _with_kept_texts(store: IndexStore, rows: Rows, have: set[str],
+                     new_texts: Mapping[str, str]) -> tuple[dict[str, str], int]:
+    """``new_texts`` (``rows``' texts without a vector in ``have``) with the texts of the
+    chunks kept from the previous revision that lack one too (an interrupted build), and
+    how many of ``rows``' texts already have one."""
     kept = store.text_hashes() - have - set(new_texts)
-    new_texts.update(store.chunk_texts(kept))
-    reused = len(rows.texts) - len(set(rows.texts) & set(new_texts))
-    return new_texts, reused
+    found = {**new_texts, **store.chunk_texts(kept)}
+    return found, len(rows.texts) - len(set(rows.texts) & set(found))
 
 
 class _TextFeed:
@@ -474,8 +480,8 @@ class _TextFeed:
     def finish(self, store: IndexStore, rows: Rows) -> tuple[int, int]:
         """Hand out the kept chunks' texts that lack a vector (an interrupted build);
         (texts embedded, texts of ``rows`` that had a vector)."""
-        self.add(store.chunk_texts(store.text_hashes() - self._have - set(self._sent)))
-        reused = len(rows.texts) - len(set(rows.texts) & set(self._sent))
+        found, reused = _with_kept_texts(store, rows, self._have, self._sent)
+        self.add(found)  # only the kept chunks' texts are new to the worker
         return len(self._sent), reused
 
 
