@@ -14,7 +14,9 @@ thread each), alone with operator threads (ONNX Runtime's default, with and with
 spin-waiting), and in padded batches sorted by length; the int8 graph as shipped (7-bit
 weights, every product but the feed-forward output) and quantized other ways (every
 product, only the feed-forward products, only the widening one, weights per tensor,
-8-bit weights, unsigned 8-bit weights).
+8-bit weights, unsigned 8-bit weights). Then where the fp32 graph's time goes, by operator
+type, and how fast its matrix products run beside one large product on the same core:
+what is left to gain without fewer operations.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def measure_levers(texts: Sequence[str], sample: int, rounds: int, model: Any,
                 variant.run()
                 seconds[variant.name].append(time.perf_counter() - started)
     return {"sample": len(chosen), "rounds": rounds, "tokens": _token_stats(chosen),
-            "variants": [_figures(v, vectors, seconds) for v in variants]}
+            "variants": [_figures(v, vectors, seconds) for v in variants],
+            "profile": operator_profile(chosen, onnx_cache)}
 
 
 def _figures(variant: Variant, vectors: dict[str, np.ndarray],
@@ -219,6 +222,81 @@ def _padded(session: Any, encodings: list[Any]) -> np.ndarray:
     return vectors
 
 
+def operator_profile(texts: list[str], onnx_cache: Path) -> dict[str, Any]:
+    """Where the fp32 graph's time goes on one thread, by operator type (ONNX Runtime's
+    own profiler, each text alone), and the rate of its matrix products beside that of
+    one large product on the same thread: how far the products are from the core's best."""
+    import onnxruntime
+
+    from pr_context.embed import DEFAULT_MODEL, make_embedder
+    from pr_context.embed_onnx import _feed, session_options
+
+    embedder = make_embedder(DEFAULT_MODEL, "onnx", onnx_cache, _quiet)
+    embedder.embed(["build the graph"])
+    encodings = embedder._truncating.encode_batch(texts)  # type: ignore[attr-defined]
+    with tempfile.TemporaryDirectory(prefix="profile-") as scratch:
+        options = session_options()
+        options.enable_profiling = True
+        options.profile_file_prefix = str(Path(scratch) / "ort")
+        session = onnxruntime.InferenceSession(
+            str(embedder._graph.model_file), options,  # type: ignore[attr-defined]
+            providers=["CPUExecutionProvider"])
+        for encoding in encodings:
+            session.run(None, _feed(encoding))
+        by_operator = _kernel_seconds(Path(session.end_profiling()))
+    config = embedder._model.config  # type: ignore[attr-defined]
+    return {"seconds": by_operator, "product_flops": sum(
+        _product_flops(config, len(e.ids)) for e in encodings),
+        "large_product_flops_per_s": _large_product_rate()}
+
+
+def _kernel_seconds(trace: Path) -> dict[str, float]:
+    """Seconds per operator type in an ONNX Runtime profile (its kernels' own times)."""
+    import json
+
+    seconds: dict[str, float] = {}
+    for event in json.loads(trace.read_text()):
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            operator = event["args"]["op_name"]
+            seconds[operator] = seconds.get(operator, 0.0) + event["dur"] / 1e6
+    return seconds
+
+
+def _product_flops(config: Any, tokens: int) -> int:
+    """Multiply-adds x 2 of one text's matrix products: per layer the four attention
+    projections, the two feed-forward products, and scores and mixing over the tokens."""
+    hidden, inner = int(config["hidden_size"]), int(config["intermediate_size"])
+    per_layer = 2 * tokens * (4 * hidden * hidden + 2 * hidden * inner + 2 * tokens * hidden)
+    return per_layer * int(config["num_hidden_layers"])
+
+
+def _large_product_rate(size: int = 1024, runs: int = 5) -> float:
+    """FLOP/s of one size x size product by ONNX Runtime on one thread (median of runs)."""
+    import onnx
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    from pr_context.embed_onnx import session_options
+
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.standard_normal((size, size), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "product",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [size, size])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    session = onnxruntime.InferenceSession(onnx.shape_inference.infer_shapes(
+        model).SerializeToString(), session_options(), providers=["CPUExecutionProvider"])
+    feed = {"x": rng.standard_normal((size, size), np.float32)}
+    session.run(None, feed)
+    timings = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        session.run(None, feed)
+        timings.append(time.perf_counter() - started)
+    return 2 * size ** 3 / statistics.median(timings)
+
+
 def _quiet(_: str) -> None:
     """Graph-building notices are not figures."""
 
@@ -242,4 +320,31 @@ def render_levers(figures: dict[str, Any], conditions: str) -> list[str]:
         same = "" if diff is None else ("yes" if diff == 0 else f"no (max diff {diff:.0e})")
         lines.append(f"| {row['name']} | {median:.1f} | {median / torch_s:.2f} | "
                      f"{row['cosine_mean']:.4f} | {row['cosine_worst']:.4f} | {same} |")
+    return [*lines, "", *_render_profile(figures.get("profile"), figures["sample"])]
+
+
+PRODUCTS = ("MatMul", "FusedMatMul")  # FusedMatMul: the scores, scaled, with K transposed
+
+
+def _render_profile(profile: dict[str, Any] | None, sample: int) -> list[str]:
+    if not profile:
+        return []
+    seconds = profile["seconds"]
+    total = sum(seconds.values())
+    in_products = sum(seconds.get(op, 0.0) for op in PRODUCTS)
+    rate = profile["product_flops"] / in_products
+    large = profile["large_product_flops_per_s"]
+    lines = ["### Where the fp32 graph's time goes", "",
+             f"The same {sample} texts, each alone, on one thread, timed by ONNX Runtime's "
+             "own profiler (its kernels' times, by operator type). The matrix products "
+             f"({' and '.join(PRODUCTS)}) did {profile['product_flops'] / 1e9:.0f} GFLOP "
+             f"at {rate / 1e9:.0f} GFLOP/s; one 1024 x 1024 product on the same thread ran "
+             f"at {large / 1e9:.0f} GFLOP/s ({rate / large:.2f} of it).", "",
+             "| operator | s | share |", "|---|---|---|"]
+    for operator, spent in sorted(seconds.items(), key=lambda item: -item[1]):
+        if spent >= 0.005 * total:
+            lines.append(f"| {operator} | {spent:.2f} | {spent / total:.1%} |")
+    rest = sum(v for v in seconds.values() if v < 0.005 * total)
+    lines.append(f"| the other {sum(v < 0.005 * total for v in seconds.values())} "
+                 f"| {rest:.2f} | {rest / total:.1%} |")
     return [*lines, ""]
