@@ -111,6 +111,23 @@ def test_tokenizer_splits_identifiers_and_keeps_them_whole() -> None:
         "create_session", "Map.bind", "ExpiredTokenError"]
 
 
+def test_a_name_tokenized_before_gives_the_same_tokens_and_stopwords_still_drop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pr_context.retrieve import tokens
+
+    monkeypatch.setattr(tokens, "_WORD_TOKENS", {})
+    monkeypatch.setattr(tokens, "_WORD_TOKENS_KEPT", 3)
+    text = "How does the parser read Files_Header and HTTPResponseError, the parser"
+    first = tokenize(text)
+    assert first == ["how", "doe", "the", "parser", "read", "file", "header", "filesheader",
+                     "and", "http", "respons", "error", "httpresponseerror", "the", "parser"]
+    assert len(tokens._WORD_TOKENS) <= 3  # emptied whenever it was full
+    assert tokenize(text) == first
+    assert tokenize(text, drop_stopwords=True) == [
+        "parser", "read", "file", "header", "filesheader", "http", "respons", "error",
+        "httpresponseerror", "parser"]
+
+
 def test_a_name_typed_run_together_in_lower_case_is_read_as_that_name(
         make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
     assert run_together_names("where is tokentype or TokenType, token_type returned") == [

@@ -47,16 +47,33 @@ STOPWORDS = frozenset(
 def tokenize(text: str, drop_stopwords: bool = False) -> list[str]:
     """Lower-case tokens: each identifier's parts (stemmed), then the whole identifier."""
     tokens: list[str] = []
-    for match in _IDENTIFIER.finditer(text):
-        word = match.group()
-        parts = [p.lower() for p in _CAMEL.findall(word)]
-        whole = word.lower().strip("_")
-        if drop_stopwords and whole in STOPWORDS:
+    known = _WORD_TOKENS
+    for word in _IDENTIFIER.findall(text):
+        if drop_stopwords and word.lower().strip("_") in STOPWORDS:
             continue
-        tokens.extend(stem(p) for p in parts if len(p) >= MIN_TOKEN_CHARS)
-        if len(parts) > 1 and len(whole) >= MIN_TOKEN_CHARS:
-            tokens.append(whole.replace("_", ""))
+        found = known.get(word)
+        if found is None:
+            found = _word_tokens(word)
+        tokens.extend(found)
     return tokens
+
+
+# Each identifier's tokens, worked out once: code repeats its names (an index build
+# tokenizes every chunk), and splitting and stemming a name costs far more than a look-up.
+_WORD_TOKENS: dict[str, tuple[str, ...]] = {}
+_WORD_TOKENS_KEPT = 1 << 18  # names; emptied when full (a long-lived server)
+
+
+def _word_tokens(word: str) -> tuple[str, ...]:
+    parts = [p.lower() for p in _CAMEL.findall(word)]
+    whole = word.lower().strip("_")
+    tokens = [stem(p) for p in parts if len(p) >= MIN_TOKEN_CHARS]
+    if len(parts) > 1 and len(whole) >= MIN_TOKEN_CHARS:
+        tokens.append(whole.replace("_", ""))
+    if len(_WORD_TOKENS) >= _WORD_TOKENS_KEPT:
+        _WORD_TOKENS.clear()
+    found = _WORD_TOKENS[word] = tuple(tokens)
+    return found
 
 
 def run_together_names(text: str) -> list[str]:
