@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cache
 from typing import TYPE_CHECKING
+
+from tree_sitter import Query, QueryCursor
+from tree_sitter_language_pack import get_language
 
 from pr_context.models import MessageTemplate
 
@@ -70,7 +74,7 @@ def message_templates(root: Node, src: bytes, language: str) -> list[MessageTemp
     if not strings:
         return []
     found = []
-    for node in _message_nodes(root, strings):
+    for node in _message_nodes(root, strings, language):
         template = _template(node, src, strings)
         if template is not None:
             found.append(MessageTemplate(node.start_point[0] + 1, template,
@@ -80,17 +84,31 @@ def message_templates(root: Node, src: bytes, language: str) -> list[MessageTemp
     return found
 
 
-def _message_nodes(root: Node, strings: frozenset[str]) -> Iterator[Node]:
-    """Outermost string literals and concatenations holding one, in source order."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type in strings or (node.type in _CONCATENATIONS and _concatenates(
-                node, strings)):
+def _message_nodes(root: Node, strings: frozenset[str], language: str) -> Iterator[Node]:
+    """Outermost string literals and concatenations holding one, in source order.
+
+    A query finds the candidates in tree-sitter's own code, so that Python visits these
+    nodes alone, not every node of the file; outer before inner (start, then the longer
+    first), a candidate inside a kept one is passed over.
+    """
+    candidates = QueryCursor(_candidates_query(language)).captures(root).get("node", [])
+    kept_until = -1
+    for node in sorted(candidates, key=lambda n: (n.start_byte, -n.end_byte)):
+        if node.start_byte < kept_until:
+            continue
+        if node.type in strings or _concatenates(node, strings):
+            kept_until = node.end_byte
             if not _bare_statement(node):
                 yield node
-            continue
-        stack.extend(reversed(node.children))
+
+
+@cache
+def _candidates_query(language: str) -> Query:
+    """Every node of ``language`` that is a string or may concatenate one."""
+    grammar = get_language(language)  # type: ignore[arg-type]
+    kinds = sorted(k for k in _STRINGS[language] | _CONCATENATIONS
+                   if grammar.id_for_node_kind(k, True) is not None)
+    return Query(grammar, " ".join(f"({kind}) @node" for kind in kinds))
 
 
 def _concatenates(node: Node, strings: frozenset[str]) -> bool:
