@@ -162,7 +162,7 @@ def index(repo: str, rev: str, db: Path, as_json: bool, no_embeddings: bool, mod
                             progress.warn)
     result = build_index(open_repository(repo), rev, db, options, embedder, progress)
     if options.shard is None:  # a shard's graph would miss the others' files
-        store_graph(db)
+        store_graph(db, progress)
     click.echo(json.dumps(_index_json(result)) if as_json else _index_summary(result))
 
 
@@ -213,8 +213,9 @@ def merge_command(repo: str, db: Path, as_json: bool, quiet: bool,
     from pr_context.graph import store_graph
     from pr_context.index.merge import merge_shards
 
-    result = merge_shards(open_repository(repo), shards, db, progress_for(sys.stderr, quiet))
-    store_graph(db)
+    progress = progress_for(sys.stderr, quiet)
+    result = merge_shards(open_repository(repo), shards, db, progress)
+    store_graph(db, progress)
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(result)))
     else:

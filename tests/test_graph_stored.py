@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from pr_context.graph import SymbolGraph, build_graph, load_graph, store_graph
 from pr_context.graph.tables import read_rows, read_tables
 from pr_context.index.build import IndexOptions, build_index
 from pr_context.index.store import GRAPH_TABLES, IndexStore
-from pr_context.progress import SilentProgress
+from pr_context.progress import LogProgress, SilentProgress
 from tests import test_graph
 from tests.conftest import GitRepo
 
@@ -107,6 +109,22 @@ def test_an_index_update_that_changes_nothing_keeps_the_graph(
     store_graph(db)
     indexed(repo, db)
     assert not store_graph(db)
+
+
+def test_storing_the_graph_is_a_progress_stage_and_keeping_it_is_silent(
+        make_repo: Callable[..., GitRepo], tmp_path: Path) -> None:
+    db = tmp_path / "index.duckdb"
+    indexed(make_repo(test_graph.PY_FILES), db)
+    with IndexStore.open_existing(db) as store:
+        sites = len(read_tables(store).sites)
+    log = io.StringIO()
+    assert store_graph(db, LogProgress(log))
+    lines = log.getvalue().splitlines()
+    assert lines[0] == f"pr-context: resolving call sites: {sites} to do"
+    assert re.fullmatch(rf"pr-context: resolving call sites: {sites} done in [0-9.]+s", lines[1])
+    kept = io.StringIO()
+    assert not store_graph(db, LogProgress(kept))
+    assert kept.getvalue() == ""
 
 
 def test_facts_made_from_other_content_are_not_read(

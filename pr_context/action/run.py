@@ -424,7 +424,7 @@ def _on_push(event: PushEvent, settings: ActionSettings, env: ActionEnv,
     options = IndexOptions(config_text=_config_at(repo, Sha(event.sha), settings.config))
     result = build_index(repo, event.sha, settings.db, options,
                          _embedder(settings, progress), progress)
-    store_graph(settings.db)  # the pull requests' reviews read the base's graph
+    store_graph(settings.db, progress)  # the pull requests' reviews read the base's graph
     how = "updated incrementally" if result.incremental else "built"
     record.outcome = f"indexed {event.sha}"
     append_summary(env.step_summary,

@@ -31,26 +31,34 @@ from pr_context.graph.callers import SymbolGraph, build_graph, edge, graph_names
 from pr_context.graph.infer import Inferred
 from pr_context.graph.tables import Assignment, Def, Site, Tables, read_tables
 from pr_context.index.store import IndexStore, TableRows
+from pr_context.progress import Progress, SilentProgress
 
 __all__ = ["graph_rows", "load_graph", "store_graph", "stored_graph"]
 
 _KEPT_STATES = ("resolved", "dynamic", "unbound")
 _DEFINITION = "definition"  # a remembered value that is a definition (graph.typed)
+GRAPH_STAGE = "resolving call sites"  # store_graph's progress stage
 
 
-def store_graph(db: Path) -> bool:
+def store_graph(db: Path, progress: Progress | None = None) -> bool:
     """Build the graph of the index at ``db`` and store it there, unless it is stored and
-    current. Returns whether it was built.
+    current. Returns whether it was built; ``progress`` hears of it as a stage (its call
+    sites resolved): it is built whole, after any update, in seconds on a large index.
 
     :raises IndexFileError: the file cannot be read or written.
     """
+    progress = progress or SilentProgress()
     with IndexStore.open_existing(db, writable=True) as store:
         inputs = _inputs(store)
         if _stored_inputs(store) == inputs:
             return False
         with collector_paused():  # millions of objects, all alive until written
-            rows = graph_rows(build_graph(read_tables(store)))
+            tables = read_tables(store)
+            progress.start(GRAPH_STAGE, len(tables.sites))
+            rows = graph_rows(build_graph(tables))
         store.replace_graph({**rows, "graph_marks": {"inputs": [inputs]}})
+        progress.advance(len(tables.sites))
+        progress.finish()
         return True
 
 
