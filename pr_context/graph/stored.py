@@ -33,7 +33,7 @@ from pr_context.graph.tables import Assignment, Def, Site, Tables, read_tables
 from pr_context.index.store import IndexStore, TableRows
 from pr_context.progress import Progress, SilentProgress
 
-__all__ = ["graph_rows", "load_graph", "store_graph", "stored_graph"]
+__all__ = ["GRAPH_STAGE", "graph_rows", "load_graph", "store_graph", "stored_graph"]
 
 _KEPT_STATES = ("resolved", "dynamic", "unbound")
 _DEFINITION = "definition"  # a remembered value that is a definition (graph.typed)
