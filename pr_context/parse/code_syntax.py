@@ -13,6 +13,8 @@ operand holds, and so which method runs, is the graph's question
 from __future__ import annotations
 
 import ast
+from collections import deque
+from collections.abc import Iterator
 
 from pr_context.models import SyntaxUse
 
@@ -82,11 +84,32 @@ def syntax_uses(text: str) -> tuple[SyntaxUse, ...]:
     finder = _Finder(text)
     handlers = {name[len("visit_"):]: getattr(finder, name) for name in dir(finder)
                 if name.startswith("visit_")}
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         handler = handlers.get(type(node).__name__)
         if handler is not None:
             handler(node)
     return tuple(finder.found)
+
+
+# Nodes that are leaves to the walk: no handler, and nothing with one inside them (a
+# name's context, an operator). A table of constants is most of some files.
+_LEAVES = (ast.Constant, ast.Name, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
+           ast.boolop)
+
+
+def _walk(tree: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk``'s nodes in its order (breadth first), leaving out ``_LEAVES``."""
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                todo.extend(v for v in value
+                            if isinstance(v, ast.AST) and not isinstance(v, _LEAVES))
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                todo.append(value)
+        yield node
 
 
 class _Finder:
