@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -53,13 +54,18 @@ def module_variables(text: str) -> dict[str, ModuleVariable] | None:
 
 
 def parse_python(text: str) -> ast.Module | None:
-    """``text`` parsed (never run) by Python's own parser; None when it is not Python.
+    """``text`` parsed (never run) by Python's own parser; None when it is not Python, or
+    too deeply nested for the parser (``-`` a hundred thousand times over: MemoryError).
 
-    A new tree, which the caller may change (see :func:`parsed_python`).
+    A new tree, which the caller may change (see :func:`parsed_python`). Python's
+    warnings about the text (an invalid escape such as ``"\\d"``) are not shown: the
+    text is the repository's, not ours.
     """
     try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from pr_context.parse import parse_file
@@ -85,3 +87,19 @@ def test_broken_source_still_yields_its_messages() -> None:
     source = 'def f(:\n    raise ValueError("this message survives the error")\n'
     messages = parse_file("a.py", source, "python", "production").messages
     assert [m.template for m in messages] == ["this message survives the error"]
+
+
+def test_code_nested_a_hundred_thousand_deep_parses_without_error_or_warning() -> None:
+    """Valid Python that no recursive walk survives: a long ``+`` chain, a long run of
+    unary minus (ast.parse runs out of memory), and an invalid escape (Python warns)."""
+    chain = "x = " + "+".join(["1"] * 100_000) + "\n"
+    message = 'y = "the value " + str(x) + " is too large"\n'
+    negations = "z = " + "-" * 100_000 + "1\n"
+    escape = 'w = "\\d+ matches the digits"\n'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parsed = parse_file("deep.py", chain + message + negations + escape, "python",
+                            "production")
+    assert [(m.line, m.template) for m in parsed.messages] == [
+        (2, f"the value {PLACEHOLDER} is too large"), (4, "\\d+ matches the digits")]
+    assert parsed.syntax_uses == ()  # the module does not parse: none found, none invented

@@ -21,11 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import cache
 from typing import TYPE_CHECKING
-
-from tree_sitter import Query, QueryCursor
-from tree_sitter_language_pack import get_language
 
 from pr_context.models import MessageTemplate
 
@@ -74,7 +70,7 @@ def message_templates(root: Node, src: bytes, language: str) -> list[MessageTemp
     if not strings:
         return []
     found = []
-    for node in _message_nodes(root, strings, language):
+    for node in _message_nodes(root, strings):
         template = _template(node, src, strings)
         if template is not None:
             found.append(MessageTemplate(node.start_point[0] + 1, template,
@@ -84,40 +80,46 @@ def message_templates(root: Node, src: bytes, language: str) -> list[MessageTemp
     return found
 
 
-def _message_nodes(root: Node, strings: frozenset[str], language: str) -> Iterator[Node]:
-    """Outermost string literals and concatenations holding one, in source order.
-
-    A query finds the candidates in tree-sitter's own code, so that Python visits these
-    nodes alone, not every node of the file; outer before inner (start, then the longer
-    first), a candidate inside a kept one is passed over.
-    """
-    candidates = QueryCursor(_candidates_query(language)).captures(root).get("node", [])
-    kept_until = -1
-    for node in sorted(candidates, key=lambda n: (n.start_byte, -n.end_byte)):
-        if node.start_byte < kept_until:
-            continue
-        if node.type in strings or _concatenates(node, strings):
-            kept_until = node.end_byte
+def _message_nodes(root: Node, strings: frozenset[str]) -> Iterator[Node]:
+    """Outermost string literals and concatenations holding one, in source order."""
+    joins: dict[int, bool] = {}  # shared, so that a long chain of ``+`` is read once
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in strings or (node.type in _CONCATENATIONS and _concatenates(
+                node, strings, joins)):
             if not _bare_statement(node):
                 yield node
+            continue
+        stack.extend(reversed(node.children))
 
 
-@cache
-def _candidates_query(language: str) -> Query:
-    """Every node of ``language`` that is a string or may concatenate one."""
-    grammar = get_language(language)  # type: ignore[arg-type]
-    kinds = sorted(k for k in _STRINGS[language] | _CONCATENATIONS
-                   if grammar.id_for_node_kind(k, True) is not None)
-    return Query(grammar, " ".join(f"({kind}) @node" for kind in kinds))
+def _concatenates(node: Node, strings: frozenset[str], joins: dict[int, bool]) -> bool:
+    """Whether ``node`` joins a string literal with ``+``, at any depth of ``+``s; the
+    answer for it and every ``+`` under it goes into ``joins`` (by node id).
 
-
-def _concatenates(node: Node, strings: frozenset[str]) -> bool:
-    if node.type == "concatenated_string":
-        return True
-    operator = node.child_by_field_name("operator")
-    return operator is not None and operator.type == "+" and any(
-        c.type in strings or (c.type in _CONCATENATIONS and _concatenates(c, strings))
-        for c in node.named_children)
+    Without recursion: ``1 + 1 + ...`` a hundred thousand times over is valid code."""
+    todo = [(node, False)]
+    while todo:
+        current, children_known = todo.pop()
+        if current.id in joins:
+            continue
+        if current.type == "concatenated_string":
+            joins[current.id] = True
+            continue
+        operator = current.child_by_field_name("operator")
+        if operator is None or operator.type != "+":
+            joins[current.id] = False
+            continue
+        inner = [c for c in current.named_children
+                 if c.type not in strings and c.type in _CONCATENATIONS]
+        if not children_known:
+            todo.append((current, True))
+            todo.extend((c, False) for c in inner)
+            continue
+        joins[current.id] = any(c.type in strings or joins.get(c.id, False)
+                                for c in current.named_children)
+    return joins[node.id]
 
 
 def _bare_statement(node: Node) -> bool:
@@ -177,7 +179,7 @@ def _pieces(node: Node, src: bytes, strings: frozenset[str]) -> Iterator[str]:
         return
     for child in node.named_children:
         if child.type in strings or (child.type in _CONCATENATIONS and _concatenates(
-                child, strings)):
+                child, strings, {})):
             yield from _pieces(child, src, strings)
         elif child.type not in ("comment", "line_comment", "block_comment"):
             yield PLACEHOLDER

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from pr_context.models import SyntaxUse
+from pr_context.variables import parse_python
 
 __all__ = ["BUILTIN_CALLS", "STANDARD_CALLS", "Names", "is_dunder", "syntax_uses"]
 
@@ -77,9 +78,8 @@ def is_dunder(name: str) -> bool:
 def syntax_uses(text: str) -> tuple[SyntaxUse, ...]:
     """Every place in ``text`` (Python source) where syntax calls a dunder method of an
     operand; nothing when the text does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = parse_python(text)
+    if tree is None:
         return ()
     finder = _Finder(text)
     handlers = {name[len("visit_"):]: getattr(finder, name) for name in dir(finder)
