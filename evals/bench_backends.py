@@ -37,7 +37,9 @@ and keeps quality when none is worse than torch's by more than 0.01.
 **levers** (``evals/bench_embed_levers.py``): in one process, on a random sample of
 sphinx's chunk texts, torch's ``encode`` beside the fp32 graph run other ways (operator
 threads with and without spin-waiting, padded batches) and the int8 graph quantized other
-ways: speed, agreement with torch, and whether a text's vector keeps its bits.
+ways: speed, agreement with torch, and whether a text's vector keeps its bits; then where
+the fp32 graph's time goes, by operator, and how fast its matrix products run beside one
+large product on the same core.
 
 A part with no figures file (``evals/out`` is not committed; a fresh machine has none)
 keeps its section of the ``--doc`` report as it stands, with the command that made it.
