@@ -70,8 +70,9 @@ def message_templates(root: Node, src: bytes, language: str) -> list[MessageTemp
     if not strings:
         return []
     found = []
-    for node in _message_nodes(root, strings):
-        template = _template(node, src, strings)
+    joins: dict[int, bool] = {}  # shared, so that a long chain of ``+`` is read once
+    for node in _message_nodes(root, strings, joins):
+        template = _template(node, src, strings, joins)
         if template is not None:
             found.append(MessageTemplate(node.start_point[0] + 1, template,
                                          _constant_name(node, src)))
@@ -80,9 +81,9 @@ def message_templates(root: Node, src: bytes, language: str) -> list[MessageTemp
     return found
 
 
-def _message_nodes(root: Node, strings: frozenset[str]) -> Iterator[Node]:
+def _message_nodes(root: Node, strings: frozenset[str], joins: dict[int, bool]
+                   ) -> Iterator[Node]:
     """Outermost string literals and concatenations holding one, in source order."""
-    joins: dict[int, bool] = {}  # shared, so that a long chain of ``+`` is read once
     stack = [root]
     while stack:
         node = stack.pop()
@@ -156,10 +157,11 @@ def _constant_name(node: Node, src: bytes) -> str | None:
     return src[name.start_byte:name.end_byte].decode("utf-8", "replace")
 
 
-def _template(node: Node, src: bytes, strings: frozenset[str]) -> str | None:
+def _template(node: Node, src: bytes, strings: frozenset[str], joins: dict[int, bool]
+              ) -> str | None:
     if node.end_byte - node.start_byte > MAX_LITERAL_CHARS * 2:
         return None
-    text = " ".join("".join(_pieces(node, src, strings)).split())
+    text = " ".join("".join(_pieces(node, src, strings, joins)).split())
     text = _FIELDS.sub(PLACEHOLDER, text.replace("{{", "{").replace("}}", "}"))
     text = re.sub(f"{PLACEHOLDER}+", PLACEHOLDER, text).replace("%%", "%")
     literal = text.replace(PLACEHOLDER, " ")
@@ -169,7 +171,8 @@ def _template(node: Node, src: bytes, strings: frozenset[str]) -> str | None:
     return text[:MAX_LITERAL_CHARS]
 
 
-def _pieces(node: Node, src: bytes, strings: frozenset[str]) -> Iterator[str]:
+def _pieces(node: Node, src: bytes, strings: frozenset[str], joins: dict[int, bool]
+            ) -> Iterator[str]:
     """The literal text of a string or concatenation, values as placeholders."""
     if node.type in strings:
         contents = [c for c in node.children if c.type in _CONTENT | _INTERPOLATIONS
@@ -179,8 +182,8 @@ def _pieces(node: Node, src: bytes, strings: frozenset[str]) -> Iterator[str]:
         return
     for child in node.named_children:
         if child.type in strings or (child.type in _CONCATENATIONS and _concatenates(
-                child, strings, {})):
-            yield from _pieces(child, src, strings)
+                child, strings, joins)):
+            yield from _pieces(child, src, strings, joins)
         elif child.type not in ("comment", "line_comment", "block_comment"):
             yield PLACEHOLDER
 
