@@ -20,8 +20,13 @@ other bare string statements (Python, JavaScript directives), and literals over
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from functools import cache
 from typing import TYPE_CHECKING
+
+from tree_sitter import Query, QueryCursor
+from tree_sitter_language_pack import get_language
 
 from pr_context.models import MessageTemplate
 
@@ -71,7 +76,7 @@ def message_templates(root: Node, src: bytes, language: str) -> list[MessageTemp
         return []
     found = []
     joins: dict[int, bool] = {}  # shared, so that a long chain of ``+`` is read once
-    for node in _message_nodes(root, strings, joins):
+    for node in _message_nodes(root, strings, joins, _string_starts(root, language)):
         template = _template(node, src, strings, joins)
         if template is not None:
             found.append(MessageTemplate(node.start_point[0] + 1, template,
@@ -81,9 +86,13 @@ def message_templates(root: Node, src: bytes, language: str) -> list[MessageTemp
     return found
 
 
-def _message_nodes(root: Node, strings: frozenset[str], joins: dict[int, bool]
-                   ) -> Iterator[Node]:
-    """Outermost string literals and concatenations holding one, in source order."""
+def _message_nodes(root: Node, strings: frozenset[str], joins: dict[int, bool],
+                   starts: Sequence[int]) -> Iterator[Node]:
+    """Outermost string literals and concatenations holding one, in source order.
+
+    Only subtrees holding a string literal (one of ``starts``, sorted) are entered: no
+    other can hold a message, and most of a file's nodes are in them.
+    """
     stack = [root]
     while stack:
         node = stack.pop()
@@ -92,7 +101,29 @@ def _message_nodes(root: Node, strings: frozenset[str], joins: dict[int, bool]
             if not _bare_statement(node):
                 yield node
             continue
-        stack.extend(reversed(node.children))
+        stack.extend(child for child in reversed(node.children)
+                     if _holds(starts, child.start_byte, child.end_byte))
+
+
+def _holds(starts: Sequence[int], start: int, end: int) -> bool:
+    """Whether one of ``starts`` (sorted) is in ``start..end - 1``."""
+    index = bisect_left(starts, start)
+    return index < len(starts) and starts[index] < end
+
+
+def _string_starts(root: Node, language: str) -> list[int]:
+    """Where the string literals of the tree start, sorted: found in tree-sitter's own
+    code, whose query holds one node at a time (a pattern of nested nodes made it
+    quadratic in the depth of ``1 + 1 + ...``)."""
+    found = QueryCursor(_strings_query(language)).captures(root).get("string", [])
+    return sorted(node.start_byte for node in found)
+
+
+@cache
+def _strings_query(language: str) -> Query:
+    grammar = get_language(language)  # type: ignore[arg-type]
+    kinds = sorted(k for k in _STRINGS[language] if grammar.id_for_node_kind(k, True))
+    return Query(grammar, " ".join(f"({kind}) @string" for kind in kinds))
 
 
 def _concatenates(node: Node, strings: frozenset[str], joins: dict[int, bool]) -> bool:
