@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import zlib
+
 import pytest
 
 from pr_context.parse.text import (
+    ANCHOR_EVERY,
     MAX_WINDOWS_PER_FILE,
+    MIN_WINDOW_LINES,
     WINDOW_CHARS,
     WINDOW_LINES,
     parse_text_windows,
@@ -34,16 +38,47 @@ def test_chunk_kind_by_language(language: str, kind: str) -> None:
     assert parsed.definitions == parsed.references == parsed.imports == ()
 
 
-def test_windows_of_forty_lines_without_overlap() -> None:
-    text = "\n".join(f"line {i}" for i in range(1, 101))
+def _anchor(text: str) -> bool:
+    return zlib.crc32(text.encode()) % ANCHOR_EVERY == 0
+
+
+def _lines(count: int, anchors: bool) -> list[str]:
+    """``count`` distinct lines, all anchors or none."""
+    found = (f"key{i} = {i}" for i in range(100_000))
+    return [line for line in found if _anchor(line) == anchors][:count]
+
+
+def test_windows_of_forty_lines_without_an_anchor() -> None:
+    text = "\n".join(_lines(100, anchors=False))
     assert _ranges(text) == [(1, 40), (41, 80), (81, 100)]
 
 
+def test_a_window_ends_before_an_anchor_once_long_enough() -> None:
+    lines = _lines(100, anchors=False)
+    anchor = _lines(1, anchors=True)[0]
+    # too early in the first window to end it; ends the second, past its minimum
+    lines[10] = lines[40 + MIN_WINDOW_LINES] = anchor
+    assert _ranges("\n".join(lines)) == [(1, 40), (41, 40 + MIN_WINDOW_LINES),
+                                          (41 + MIN_WINDOW_LINES, 100)]
+
+
+def test_a_line_added_near_the_top_leaves_the_later_windows_as_they_were() -> None:
+    lines = [f'    "package-{i}>={i % 7}.{i % 11}",' for i in range(400)]
+    before = [c.text for c in parse_text_windows("pyproject.toml", "\n".join(lines), "toml",
+                                                 "config").chunks]
+    lines.insert(3, '    "ipython>=9.6.0",')
+    after = [c.text for c in parse_text_windows("pyproject.toml", "\n".join(lines), "toml",
+                                                "config").chunks]
+    assert len(before) >= 10
+    assert len(set(after) - set(before)) <= 2  # 40-line windows: every one of them
+
+
 def test_window_text_is_the_exact_lines() -> None:
-    text = "\n".join(f"line {i}" for i in range(1, 51)) + "\n"
+    lines = _lines(50, anchors=False)
+    text = "\n".join(lines) + "\n"
     first, second = parse_text_windows("notes.txt", text, "text", "docs").chunks
-    assert first.text == "\n".join(f"line {i}" for i in range(1, 41))
-    assert second.text == "\n".join(f"line {i}" for i in range(41, 51)) + "\n"
+    assert first.text == "\n".join(lines[:40])
+    assert second.text == "\n".join(lines[40:]) + "\n"
     assert (first.role, first.symbol, first.context) == ("docs", None, "path: notes.txt")
 
 
@@ -83,6 +118,7 @@ def test_blank_file_has_no_chunks(text: str) -> None:
     [
         (".github/workflows/ci.yml", "yaml", _WORKFLOW,
          ["path: .github/workflows/ci.yml\nsection: name",
+          "path: .github/workflows/ci.yml\nsection: jobs",
           "path: .github/workflows/ci.yml\nsection: jobs"]),
         ("pyproject.toml", "toml",
          '[project]\nname = "x"\n' + "\n" * 40 + "[tool.ruff]\nline-length = 100\n",

@@ -22,7 +22,7 @@ __all__ = ["PARSER_VERSION", "parse_file"]
 
 # Bump whenever parsing, chunking, roles, redaction or the per-file digests change what
 # lands in the index: indexes built by another parser version are rebuilt, not mixed.
-PARSER_VERSION = "14"
+PARSER_VERSION = "15"
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor"})
 PARSED_FILES = 64  # files whose parse is remembered: more than a pull request changes
 
