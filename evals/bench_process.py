@@ -149,6 +149,14 @@ class Variant:
         # Run from the source folder too: ``-m`` puts the working directory first.
         return {**os.environ, "PYTHONPATH": str(self.source)}
 
+    def parser_version(self) -> str:
+        """The parser version of this variant's code (its indexes are rebuilt for
+        another)."""
+        done = subprocess.run([sys.executable, "-c", "from pr_context.parse import "
+                               "PARSER_VERSION; print(PARSER_VERSION)"], env=self.env(),
+                              cwd=self.source, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
     def backend_identity(self) -> str:
         """What this variant's index records as its backend (exports the model once)."""
         if self.backend in (None, "torch"):
@@ -191,6 +199,8 @@ def base_index(variant: Variant, repo: Path, base: str, identity: str) -> Path:
     """
     kept = variant.name if variant.source == ROOT else variant.source.name
     pristine = WORK / "indexes" / kept / f"{base[:12]}.duckdb"
+    if pristine.is_file() and _parser_of(pristine) != variant.parser_version():
+        pristine.unlink()  # the review would rebuild it, embedding every chunk
     built = _BUILT.get((variant.source, base))
     if not pristine.is_file() and built is not None:
         pristine.parent.mkdir(parents=True, exist_ok=True)
@@ -229,6 +239,13 @@ def _store_graph(variant: Variant, pristine: Path) -> None:
 
 
 _BUILT: dict[tuple[Path, str], Path] = {}
+
+
+def _parser_of(db: Path) -> str | None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        found = con.execute("SELECT value FROM manifest WHERE key = 'parser_version'"
+                            ).fetchall()
+    return str(found[0][0]) if found else None
 
 
 def _set_backend(db: Path, backend: str) -> None:
