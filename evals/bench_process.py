@@ -260,7 +260,10 @@ def _add_random_vectors(db: Path, backend: str) -> None:
     with duckdb.connect(str(db)) as con:
         hashes = [h for (h,) in con.execute("SELECT DISTINCT text_hash FROM chunks "
                                             "ORDER BY 1").fetchall()]
-        vectors = np.random.default_rng(SEED).normal(size=(len(hashes), DIMENSION))
+        # Each text's vector follows from its hash alone: two indexes (two code versions,
+        # two parser versions) give a text they share the same vector.
+        vectors = np.stack([np.random.default_rng([SEED, int(h[:16], 16)]).normal(
+            size=DIMENSION) for h in hashes]) if hashes else np.zeros((0, DIMENSION))
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         con.execute(f"CREATE TABLE embeddings (text_hash VARCHAR NOT NULL, tokens INTEGER "
                     f"NOT NULL, truncated BOOLEAN NOT NULL, vector FLOAT[{DIMENSION}])")
@@ -350,7 +353,8 @@ def render(figures: dict[str, Any], command: str) -> str:
         f"({figures.get('baseline_backend', 'torch')}); "
         f"{' and '.join(f'`{n}`' for n in names[1:])} are this tree with that backend "
         "(`onnx` is the default). Indexes hold a random vector per "
-        "chunk (cost, not quality, is measured here); query and changed-chunk vectors "
+        "chunk text, drawn from its hash (cost, not quality, is measured here; a text "
+        "two variants share has one vector); query and changed-chunk vectors "
         "come from the real model.", "",
         f"## `pr-context search` ({len(figures['queries'])} queries, index of "
         f"{figures['search_base'][:12]})", "",
