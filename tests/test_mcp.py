@@ -175,6 +175,33 @@ def test_change_impact_reviews_the_working_tree(served: Served) -> None:
     assert served.repo.git("status", "--porcelain") == " M pkg/core.py\n"  # nothing else
 
 
+def test_change_impact_asked_again_reuses_its_review_until_the_tree_changes(
+        served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pr_context.mcp.impact as impact
+
+    reviewed: list[str] = []
+    real = impact.review
+
+    def counted(*args: object, **kwargs: object) -> object:
+        reviewed.append(str(args[2]))  # the head commit
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(impact, "review", counted)
+    served.repo.write("pkg/core.py", CORE.replace("def parse_config(text):",
+                                                  "def parse_config(text, strict):"))
+    first = items(served.structured("change_impact"))
+    assert items(served.structured("change_impact")) == first
+    assert len(reviewed) == 1  # the same snapshot commit: the same review
+    served.structured("change_impact", limit_per_symbol=1)  # other options: reviewed again
+    assert len(reviewed) == 2
+    served.repo.write("pkg/core.py", CORE.replace("def load_settings(path):",
+                                                  "def load_settings(path, encoding):"))
+    changed = [i["symbol"] for i in items(served.structured("change_impact"))
+               if i["category"] == "changed"]
+    assert changed == ["pkg.core.load_settings"]
+    assert len(reviewed) == 3 and len(set(reviewed)) == 2
+
+
 def test_change_impact_between_two_revisions(served: Served) -> None:
     first = served.repo.git("rev-parse", "HEAD").strip()
     served.repo.write("pkg/core.py", CORE + "\n\ndef dump_config(data):\n    return data\n")

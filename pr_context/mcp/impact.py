@@ -17,8 +17,9 @@ from pr_context.mcp.bounds import Deadline
 from pr_context.mcp.schemas import WORKTREE, ChangeImpactResult, Item
 from pr_context.mcp.tools import answer, evidence_item
 from pr_context.mcp.workspace import View, Workspace
+from pr_context.models import Sha
 from pr_context.progress import SilentProgress
-from pr_context.report import SymbolReport
+from pr_context.report import Report, SymbolReport
 from pr_context.review import ReviewOptions, review
 from pr_context.roles import classify_path
 
@@ -36,12 +37,7 @@ def change_impact(workspace: Workspace, view: View, base: str, head: str,
     worktree = head.strip().upper() == WORKTREE
     head_sha = (snapshot_worktree(workspace.repo, resolve_revision(workspace.repo, "HEAD"))
                 if worktree else resolve_revision(workspace.repo, head))
-    scratch = workspace.scratch()
-    db = _base_copy(workspace.db, scratch)
-    options = ReviewOptions(top_k=limit_per_symbol, budget_s=deadline.remaining(),
-                            index_options=workspace.settings.index_options)
-    report = review(workspace.repo, base_sha, head_sha, db, scratch / "review",
-                    workspace.embedder(view.manifest), SilentProgress(), options)
+    report = _review(workspace, view, base_sha, head_sha, limit_per_symbol, deadline)
 
     def label(revision: str, path: str) -> str:
         if revision != head_sha or not worktree:
@@ -68,6 +64,25 @@ def change_impact(workspace: Workspace, view: View, base: str, head: str,
     return ChangeImpactResult(**result.model_dump(), base=base_sha,
                               head=WORKTREE if worktree else head_sha,
                               test_selection=selection[:MAX_TEST_SELECTION])
+
+
+def _review(workspace: Workspace, view: View, base_sha: Sha, head_sha: Sha,
+            limit_per_symbol: int, deadline: Deadline) -> Report:
+    """The review of ``base_sha`` to ``head_sha``; the last one again when asked about the
+    same commits (a snapshot of an unchanged working tree is the same commit) over the
+    same index build, and it analysed every symbol."""
+    key = (base_sha, head_sha, limit_per_symbol, view.manifest.build_id)
+    if workspace.last_review is not None and workspace.last_review[0] == key:
+        return workspace.last_review[1]
+    scratch = workspace.scratch()
+    db = _base_copy(workspace.db, scratch)
+    options = ReviewOptions(top_k=limit_per_symbol, budget_s=deadline.remaining(),
+                            index_options=workspace.settings.index_options)
+    report = review(workspace.repo, base_sha, head_sha, db, scratch / "review",
+                    workspace.embedder(view.manifest), SilentProgress(), options)
+    if all(symbol.analysed for symbol in report.symbols):
+        workspace.last_review = (key, report)
+    return report
 
 
 def _changed_item(symbol: SymbolReport, revision: str) -> Item:

@@ -36,6 +36,7 @@ from pr_context.progress import SilentProgress
 from pr_context.secrets import redact_secrets
 
 if TYPE_CHECKING:
+    from pr_context.report import Report
     from pr_context.retrieve.corpus import SearchCorpus
     from pr_context.review import IndexSide
 
@@ -179,6 +180,8 @@ class Workspace:
         self._current: View | None = None
         self._scratch: Path | None = None
         self._own_files = _files_inside(repo.path, (db, Path(f"{db}.wal")))
+        # change_impact's latest review that analysed every symbol, by what it was made of
+        self.last_review: tuple[tuple[object, ...], Report] | None = None
 
     def view(self, deadline: Deadline) -> View:
         """The index as the working tree has it now, updated to HEAD first if needed.
