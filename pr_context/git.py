@@ -7,6 +7,7 @@ code: diffs are taken with ``--no-ext-diff --no-textconv`` and no hooks are invo
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -23,6 +24,7 @@ __all__ = [
     "SYMLINK_MODE",
     "BlobReader",
     "CommitHistory",
+    "IndexCopy",
     "PathChange",
     "Repository",
     "TreeChanges",
@@ -384,16 +386,20 @@ def unified_diff(
     return out.decode("utf-8", "replace")
 
 
-def worktree_changes(repo: Repository, sha: Sha) -> list[WorktreeChange]:
+def worktree_changes(repo: Repository, sha: Sha, index: Path | None = None
+                     ) -> list[WorktreeChange]:
     """Files of the work tree that differ from commit ``sha``, sorted by path.
 
     Tracked files whose content differs (staged or not) are ``modified``, files ``sha``
     lacks (staged, or untracked and not ignored) ``added``, files gone from the work tree
-    ``deleted``. Nothing is written, not even git's index.
+    ``deleted``. Nothing is written, not even git's index; ``index``: a copy of it to read
+    instead (:class:`IndexCopy`), with the same entries.
     """
+    env = {"GIT_INDEX_FILE": str(index)} if index is not None else None
     tracked = _run(repo.path, ["diff", "--name-status", "-z", "--no-renames",
-                               "--no-ext-diff", "--no-textconv", sha, "--"])
-    untracked = _run(repo.path, ["ls-files", "--others", "--exclude-standard", "-z"])
+                               "--no-ext-diff", "--no-textconv", sha, "--"], env=env)
+    untracked = _run(repo.path, ["ls-files", "--others", "--exclude-standard", "-z"],
+                     env=env)
     kinds: dict[ChangeStatus, Literal["modified", "added", "deleted"]] = {
         "added": "added", "deleted": "deleted"}
     changes = {c.path: WorktreeChange(kinds.get(c.status, "modified"), c.path)
@@ -403,6 +409,51 @@ def worktree_changes(repo: Repository, sha: Sha) -> list[WorktreeChange]:
             path = raw.decode("utf-8", "surrogateescape")
             changes[path] = WorktreeChange("added", path)
     return [changes[p] for p in sorted(changes)]
+
+
+class IndexCopy:
+    """A private copy of the repository's git index whose files' stat data is refreshed.
+
+    Reading the work tree without taking git's lock (``GIT_OPTIONAL_LOCKS=0``) leaves
+    the stat data git would have stored: after a checkout, every file written in the
+    same second as the index is compared by content on every read (0.1 s a read on a
+    fresh clone of 2,000 files), until the user's own git refreshes the index. The copy
+    holds the same entries, refreshed once in a file of ours; it is made again whenever
+    the index changes (git replaces the file on every write).
+    """
+
+    def __init__(self, repo: Repository, target: Path) -> None:
+        self._repo, self._target = repo, target
+        self._source: Path | None = None
+        self._stamp: tuple[int, int, int] | None = None
+
+    def path(self) -> Path | None:
+        """The refreshed copy of the index as it is now; None when there is no index or
+        it cannot be copied (then the index itself is read)."""
+        source = self._index_file()
+        try:
+            found = source.stat()
+            stamp = (found.st_ino, found.st_mtime_ns, found.st_size)
+            if stamp != self._stamp:
+                self._stamp = None
+                shutil.copyfile(source, self._target)
+                self._refresh()
+                self._stamp = stamp
+        except OSError:
+            return None
+        return self._target
+
+    def _index_file(self) -> Path:
+        if self._source is None:
+            where = _run(self._repo.path, ["rev-parse", "--git-path", "index"]).decode()
+            self._source = self._repo.path / where.strip()
+        return self._source
+
+    def _refresh(self) -> None:
+        # Exits 1 when a file differs from its entry: the copy is refreshed all the same.
+        subprocess.run(["git", *_GIT_CONFIG, "update-index", "-q", "--refresh"],
+                       cwd=self._repo.path, capture_output=True, check=False,
+                       env={**os.environ, **_GIT_ENV, "GIT_INDEX_FILE": str(self._target)})
 
 
 def snapshot_worktree(repo: Repository, parent: Sha) -> Sha:

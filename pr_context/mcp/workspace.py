@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING
 from pr_context.collector import collector_paused
 from pr_context.embed import Embedder, backend_variant, make_embedder
 from pr_context.errors import GitError, IndexFileError
-from pr_context.git import BlobReader, Repository, resolve_revision, worktree_changes
+from pr_context.git import (
+    BlobReader,
+    IndexCopy,
+    Repository,
+    resolve_revision,
+    worktree_changes,
+)
 from pr_context.index.build import NO_MODEL, IndexOptions, build_index, policy_at
 from pr_context.index.store import IndexStore, Manifest
 from pr_context.mcp.bounds import DEFAULT_BUDGET_CHARS, DEFAULT_DEADLINE_S, Deadline
@@ -182,6 +188,7 @@ class Workspace:
         self._own_files = _files_inside(repo.path, (db, Path(f"{db}.wal")))
         # change_impact's latest review that analysed every symbol, by what it was made of
         self.last_review: tuple[tuple[object, ...], Report] | None = None
+        self._index_copy: IndexCopy | None = None  # of git's index, made on first use
 
     def view(self, deadline: Deadline) -> View:
         """The index as the working tree has it now, updated to HEAD first if needed.
@@ -191,7 +198,8 @@ class Workspace:
         head = resolve_revision(self.repo, "HEAD")
         manifest, notes = self._current_manifest(head)
         embedder = self.embedder(manifest)
-        changes = [c for c in worktree_changes(self.repo, Sha(manifest.revision))
+        changes = [c for c in worktree_changes(self.repo, Sha(manifest.revision),
+                                               self._git_index())
                    if c.path not in self._own_files]
         with collector_paused():
             overlay = self._builder.build(manifest.revision, changes, self.db,
@@ -287,6 +295,12 @@ class Workspace:
                 self._manifest = (stamp, store.manifest)
         return self._manifest[1]
 
+    def _git_index(self) -> Path | None:
+        """A copy of git's index with its stat data refreshed (``git.IndexCopy``)."""
+        if self._index_copy is None:
+            self._index_copy = IndexCopy(self.repo, self.scratch() / "git-index")
+        return self._index_copy.path()
+
     def scratch(self) -> Path:
         """A private temporary directory for reviews, removed by ``close``."""
         if self._scratch is None:
@@ -303,6 +317,7 @@ class Workspace:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+            self._index_copy = None
 
     def _current_manifest(self, head: str) -> tuple[Manifest, tuple[str, ...]]:
         """The manifest once the index holds HEAD; when the update cannot run (another
