@@ -6,6 +6,7 @@ code: diffs are taken with ``--no-ext-diff --no-textconv`` and no hooks are invo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -177,7 +178,12 @@ def _has_commits(repo: Repository) -> bool:
 
 def hooks_dir(repo: Repository) -> Path:
     """The directory git runs hooks from (``core.hooksPath`` honoured)."""
-    out = _run(repo.path, ["rev-parse", "--git-path", "hooks"]).decode().strip()
+    return _git_path(repo, "hooks")
+
+
+def _git_path(repo: Repository, name: str) -> Path:
+    """Where git keeps ``name`` (``hooks``, ``index``) for this work tree."""
+    out = _run(repo.path, ["rev-parse", "--git-path", name]).decode().strip()
     return (repo.path / out).resolve()
 
 
@@ -445,15 +451,14 @@ class IndexCopy:
 
     def _index_file(self) -> Path:
         if self._source is None:
-            where = _run(self._repo.path, ["rev-parse", "--git-path", "index"]).decode()
-            self._source = self._repo.path / where.strip()
+            self._source = _git_path(self._repo, "index")
         return self._source
 
     def _refresh(self) -> None:
-        # Exits 1 when a file differs from its entry: the copy is refreshed all the same.
-        subprocess.run(["git", *_GIT_CONFIG, "update-index", "-q", "--refresh"],
-                       cwd=self._repo.path, capture_output=True, check=False,
-                       env={**os.environ, **_GIT_ENV, "GIT_INDEX_FILE": str(self._target)})
+        # It exits 1 when a file differs from its entry: the copy is refreshed all the same.
+        with contextlib.suppress(GitError):
+            _run(self._repo.path, ["update-index", "-q", "--refresh"],
+                 env={"GIT_INDEX_FILE": str(self._target)})
 
 
 def snapshot_worktree(repo: Repository, parent: Sha) -> Sha:
