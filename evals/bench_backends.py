@@ -36,10 +36,11 @@ and keeps quality when none is worse than torch's by more than 0.01.
 
 **levers** (``evals/bench_embed_levers.py``): in one process, on a random sample of
 sphinx's chunk texts, torch's ``encode`` beside the fp32 graph run other ways (operator
-threads with and without spin-waiting, padded batches) and the int8 graph quantized other
-ways: speed, agreement with torch, and whether a text's vector keeps its bits; then where
-the fp32 graph's time goes, by operator, and how fast its matrix products run beside one
-large product on the same core.
+threads with and without spin-waiting, padded batches) and int8 graphs quantized other
+ways (one precision everywhere; ONNX Runtime's dynamic quantization): speed, agreement
+with torch, and whether a text's vector keeps its bits; then where the fp32 graph's time
+goes, by operator, and how fast its matrix products run beside one large product on the
+same core.
 
 A part with no figures file (``evals/out`` is not committed; a fresh machine has none)
 keeps its section of the ``--doc`` report as it stands, with the command that made it.
@@ -424,7 +425,9 @@ def render(parts: dict[str, dict[str, Any]], kept: dict[str, list[str]]) -> str:
              "command per part, as last run):", "",
              "```sh", *[commands[p] for p in RENDERERS if p in commands], "```", "",
              "`onnx` runs a graph built from the model's weights without torch "
-             "(`pr_context/embed_graph.py`), `onnx-int8` that graph quantized, `torch` the "
+             "(`pr_context/embed_graph.py`), `onnx-int8` that graph with its linear layers' "
+             "products in int8, activations quantized per token (`pr_context/embed_int8.py`), "
+             "`torch` the "
              "weights in PyTorch (docs/configuration.md#embedding-backends). A backend can "
              "be the default when it is faster than torch in every whole-process figure "
              "below and keeps quality (no figure worse than torch's by more than "

@@ -11,12 +11,12 @@ alone (are they the same bits whatever the batch-mates?).
 Variants: torch's ``encode`` (batch 32, its default threads, and one thread); the fp32
 graph as the backend runs it (each text alone, texts side by side on the cores, one
 thread each), alone with operator threads (ONNX Runtime's default, with and without
-spin-waiting), and in padded batches sorted by length; the int8 graph as shipped (7-bit
-weights, every product but the feed-forward output) and quantized other ways (every
-product, only the feed-forward products, only the widening one, weights per tensor,
-8-bit weights, unsigned 8-bit weights). Then where the fp32 graph's time goes, by operator
-type, and how fast its matrix products run beside one large product on the same core:
-what is left to gain without fewer operations.
+spin-waiting), and in padded batches sorted by length; the int8 graph as shipped
+(``embed_int8``: activations quantized per token) and with one precision for every
+product, then ONNX Runtime's dynamic quantization (one activation scale per text), as
+onnx-int8 used it until graph recipe 6 and two other ways. Then where the fp32 graph's
+time goes, by operator type, and how fast its matrix products run beside one large
+product on the same core: what is left to gain without fewer operations.
 """
 
 from __future__ import annotations
@@ -111,8 +111,9 @@ def _variants(texts: list[str], model: Any, onnx_cache: Path, scratch: Path
         *_fp32_ways(graph, encodings),
         Variant("onnx-int8, shipped", "onnx-int8", lambda: int8.embed(texts).vectors),
     ]
+    bert = full._model  # type: ignore[attr-defined]
     return variants + [_shipped_way(name, path, encodings)
-                       for name, path in _quantized(graph, scratch).items()]
+                       for name, path in _quantized(graph, scratch, bert).items()]
 
 
 def _fp32_ways(graph: Path, encodings: list[Any]) -> list[Variant]:
@@ -145,39 +146,43 @@ def _shipped_way(name: str, path: Path, encodings: list[Any]) -> Variant:
     return Variant(name, name, run)
 
 
-# Quantization recipes tried against the shipped one (QInt8 weights of 7 bits per channel,
-# every weight product but each layer's feed-forward output); each names what it changes.
-def _quantized(graph: Path, scratch: Path) -> dict[str, Path]:
+# Quantization recipes tried against the shipped one (embed_int8: activations per token,
+# 7-bit weights and 255 levels, 8-bit weights and 127 levels for each layer's narrowing
+# feed-forward output); each names what it changes. Then ONNX Runtime's dynamic
+# quantization (one activation scale per text), the way onnx-int8 was made until graph
+# recipe 6 and two others.
+def _quantized(graph: Path, scratch: Path, model: Any) -> dict[str, Path]:
+    from pr_context.embed_graph import build_graph
+    from pr_context.embed_int8 import NARROWING, WIDENING
+
+    per_token = {
+        "onnx-int8, per token, 7-bit weights and 255 levels everywhere": lambda w: WIDENING,
+        "onnx-int8, per token, 8-bit weights and 127 levels everywhere": lambda w: NARROWING,
+    }
+    made = {}
+    for number, (name, precision) in enumerate(per_token.items()):
+        made[name] = scratch / f"t{number}.onnx"
+        build_graph(model, made[name], precision)
+    return made | _dynamic(graph, scratch)
+
+
+def _dynamic(graph: Path, scratch: Path) -> dict[str, Path]:
     import logging
 
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from pr_context.embed_onnx import int8_recipe
-
-    products = [(n.name, n.input[1]) for n in onnx.load(str(graph)).graph.node
-                if n.op_type == "MatMul"]
-
-    def except_(keep: Callable[[str], bool]) -> list[str]:
-        return [node for node, weight in products if not keep(weight)]
-
-    shipped = int8_recipe(graph)
-
-    def feed_forward(weight: str) -> bool:
-        return "intermediate.dense" in weight or (
-            ".output.dense" in weight and "attention" not in weight)
-
+    loaded = onnx.load(str(graph)).graph
+    shapes = {w.name: tuple(w.dims) for w in loaded.initializer}
+    narrowing = [n.name for n in loaded.node if n.op_type == "MatMul"
+                 and len(dims := shapes.get(n.input[1], ())) == 2 and dims[0] > dims[1]]
+    previous = {"weight_type": QuantType.QInt8, "op_types_to_quantize": ["MatMul"],
+                "per_channel": True, "reduce_range": True, "nodes_to_exclude": narrowing}
     recipes: dict[str, dict[str, Any]] = {
-        "onnx-int8, every product": {**shipped, "nodes_to_exclude": []},
-        "onnx-int8, feed-forward products only": {
-            **shipped, "nodes_to_exclude": except_(feed_forward)},
-        "onnx-int8, widening products only": {
-            **shipped, "nodes_to_exclude": except_(lambda w: "intermediate.dense" in w)},
-        "onnx-int8, weights per tensor": {**shipped, "per_channel": False},
+        "ORT dynamic, per text (graph recipe 4: feed-forward outputs in fp32)": previous,
+        "ORT dynamic, per text, every product": {**previous, "nodes_to_exclude": []},
         # 8 bits can saturate on x86 without VNNI, never on a CPU with it (as measured).
-        "onnx-int8, 8-bit weights": {**shipped, "reduce_range": False},
-        "onnx-int8, QUInt8 weights (8 bits)": {
-            **shipped, "weight_type": QuantType.QUInt8, "reduce_range": False},
+        "ORT dynamic, per text, 8-bit weights": {**previous, "reduce_range": False},
     }
     made = {}
     logging.disable(logging.WARNING)

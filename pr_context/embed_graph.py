@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from pr_context.embed_int8 import Int8Products, Precision
 from pr_context.errors import EmbeddingError
 
 __all__ = [
@@ -188,16 +189,18 @@ def _as_float32(array: np.ndarray, dtype: str) -> np.ndarray:
     return array
 
 
-def build_graph(model: BertSentenceModel, target: Path) -> None:
+def build_graph(model: BertSentenceModel, target: Path,
+                int8: Callable[[np.ndarray], Precision] | None = None) -> None:
     """Write the model's ONNX graph (inputs ``GRAPH_INPUTS``, output ``embedding``: one
-    L2-normalised vector per text) to ``target``.
+    L2-normalised vector per text) to ``target``; with ``int8``, the linear layers' products
+    in integers, each at the precision ``int8`` gives its weight (``embed_int8``).
 
     :raises EmbeddingError: the weights are missing, corrupt, or lack a tensor BERT has.
     """
     import onnx
 
     weights = _BertWeights(read_safetensors(model.folder / WEIGHTS_FILE))
-    graph = _GraphWriter(weights, model.config)
+    graph = _GraphWriter(weights, model.config, int8)
     hidden = graph.encoder()
     pooled = graph.mean_pool(hidden) if model.pooling == "mean" else graph.cls_token(hidden)
     graph.node("Identity", [graph.normalise(pooled)], GRAPH_OUTPUT)
@@ -233,9 +236,12 @@ class _BertWeights:
 class _GraphWriter:
     """Collects the nodes and initialisers of one graph; each method adds a stage."""
 
-    def __init__(self, weights: _BertWeights, config: Mapping[str, Any]) -> None:
+    def __init__(self, weights: _BertWeights, config: Mapping[str, Any],
+                 int8: Callable[[np.ndarray], Precision] | None = None) -> None:
         self.weights = weights
         self.config = config
+        self._int8 = int8
+        self._products = Int8Products(self)
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
         self._constants: set[str] = set()
@@ -276,13 +282,15 @@ class _GraphWriter:
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def weight(self, name: str, transpose: bool = False) -> str:
-        array = self.weights[name]
-        return self.constant(name, array.T if transpose else array)
+    def weight(self, name: str) -> str:
+        return self.constant(name, self.weights[name])
 
     def linear(self, x: str, prefix: str) -> str:
         """torch's Linear: x @ W.T + b (W stored out x in)."""
-        product = self.node("MatMul", [x, self.weight(f"{prefix}.weight", transpose=True)])
+        name = f"{prefix}.weight"
+        weight = self.weights[name].T
+        product = (self._products.product(x, name, weight, self._int8(weight)) if self._int8
+                   else self.node("MatMul", [x, self.constant(name, weight)]))
         return self.node("Add", [product, self.weight(f"{prefix}.bias")])
 
     def layer_norm(self, x: str, prefix: str) -> str:

@@ -2,16 +2,16 @@
 
 The graph (``embed_graph``: the BERT encoder, pooling and normalisation, built from
 ``model.safetensors`` with numpy and the ``onnx`` helper API) is made once, locally, with
-neither torch nor an export step, and optionally quantized to int8 with ONNX Runtime's
-dynamic quantization. It is cached on disk under a folder named by the hash of the
-model's files, the backend and the recipe; a run that finds it loads it with
-``onnxruntime`` and ``tokenizers`` alone, which is what makes a search or review process
-start in a fraction of a second, and what lets pr-context run without torch at all.
+neither torch nor an export step, its linear layers' products optionally in int8
+(``embed_int8``: activations quantized per token). It is cached on disk under a folder
+named by the hash of the model's files, the backend and the recipe; a run that finds it
+loads it with ``onnxruntime`` and ``tokenizers`` alone, which is what makes a search or
+review process start in a fraction of a second, and what lets pr-context run without
+torch at all.
 
-Every text runs alone (a batch of one): dynamic int8 quantization computes each
-activation's scale over the whole batch, padding included, so a text's vector would
-otherwise depend on its batch-mates, and an incremental update would not give the
-vectors of a full build (fp32 too differs in the last bits with the batch's shape).
+Every text runs alone (a batch of one): fp32 products differ in their last bits with
+the batch's shape, so a text's vector would otherwise depend on its batch-mates, and an
+incremental update would not give the vectors of a full build.
 The cores are used by running texts side by side, one thread each, rather than by
 splitting each operator over threads: a text of ~170 tokens makes small matrices, and
 ONNX Runtime's threads spin-wait for each other at every one of ~100 operators, which on
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import shutil
 import tempfile
@@ -38,20 +37,23 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from pr_context.embed_graph import GRAPH_OPSET, BertSentenceModel, build_graph
+from pr_context.embed_int8 import precision_for
 from pr_context.errors import EmbeddingError
 
 if TYPE_CHECKING:
     from pr_context.embed import Embeddings
 
-__all__ = ["GRAPH_VERSIONS", "ONNX_BACKENDS", "OnnxBackend", "OnnxEmbedder", "int8_recipe",
-           "model_digest", "run_alone", "session_options"]
+__all__ = ["GRAPH_VERSIONS", "ONNX_BACKENDS", "OnnxBackend", "OnnxEmbedder", "model_digest",
+           "run_alone", "session_options"]
 
 OnnxBackend = Literal["onnx", "onnx-int8"]
 ONNX_BACKENDS: tuple[OnnxBackend, ...] = ("onnx", "onnx-int8")
 # Bump a backend's when its recipe changes (graph, opset, quantization settings): its
 # cached graphs and the indexes embedded with them are then made anew. 1 was
-# torch.onnx.export's graph; int8's 2 quantized every product, 3 used 8-bit weights.
-GRAPH_VERSIONS: dict[str, str] = {"onnx": "2", "onnx-int8": "4"}
+# torch.onnx.export's graph; int8's 2 quantized every product, 3 used 8-bit weights, 4
+# was ONNX Runtime's dynamic quantization without the feed-forward outputs (5 was never
+# released: an experiment's caches hold it), 6 quantizes activations per token.
+GRAPH_VERSIONS: dict[str, str] = {"onnx": "2", "onnx-int8": "6"}
 _MODEL_FILE = "model.onnx"
 _RECORD_FILE = "graph.json"
 _DIGESTS_FILE = "model-digests.json"
@@ -289,24 +291,12 @@ def _usable_cores() -> int:
 
 
 def _make_graph(model: BertSentenceModel, graph: _CachedGraph) -> None:
-    """Build the graph, quantize it if asked, and record it, atomically.
-
-    The int8 graph is quantized from the fp32 one, the cached one when it is sound.
-    """
+    """Build the graph (its products in int8 for onnx-int8) and record it, atomically."""
     graph.folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=graph.folder.parent))
     try:
         final = work / _MODEL_FILE
-        full = _cached_graph(graph.folder.parent, "onnx", graph.source_digest)
-        if graph.backend == "onnx-int8" and full.problem() is None:
-            _quantize(full.model_file, final)
-        elif graph.backend == "onnx-int8":
-            built = work / "fp32.onnx"
-            build_graph(model, built)
-            _quantize(built, final)
-            built.unlink()
-        else:
-            build_graph(model, final)
+        build_graph(model, final, precision_for if graph.backend == "onnx-int8" else None)
         _write_json(work / _RECORD_FILE, {
             "identity": graph.identity, "backend": graph.backend,
             "source_digest": graph.source_digest, "graph_version": graph.recipe,
@@ -316,51 +306,6 @@ def _make_graph(model: BertSentenceModel, graph: _CachedGraph) -> None:
         work.replace(graph.folder)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _quantize(source: Path, target: Path) -> None:
-    """Dynamic int8 quantization of ``source`` by :func:`int8_recipe`."""
-    from onnxruntime.quantization import quantize_dynamic
-
-    # It advises pre-processing the model on the root logger: noise on a user's terminal.
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        quantize_dynamic(str(source), str(target), **int8_recipe(source))
-    finally:
-        logging.disable(previous)
-
-
-def int8_recipe(graph: Path) -> dict[str, Any]:
-    """``quantize_dynamic``'s settings for the fp32 ``graph``: the matrix products
-    quantized to int8 (weights per channel), except the narrowing ones (see
-    ``_narrowing_products``).
-
-    Weights take 7 bits (``reduce_range``, within ±64): on x86 CPUs without VNNI, ONNX
-    Runtime sums pairs of uint8 x int8 products in int16, which 8-bit weights can
-    overflow (saturate); 2 x 255 x 64 cannot, so every x86 CPU computes the same
-    integers and an index built on one runner takes vectors embedded on another. It
-    costs 0.001 of mean cosine to torch (docs/embedding-backends.md, levers)."""
-    from onnxruntime.quantization import QuantType
-
-    return {"weight_type": QuantType.QInt8, "op_types_to_quantize": ["MatMul"],
-            "per_channel": True, "reduce_range": True,
-            "nodes_to_exclude": _narrowing_products(graph)}
-
-
-def _narrowing_products(graph: Path) -> list[str]:
-    """The products whose weight has more rows than columns: each layer's feed-forward
-    output. Their input follows the activation, the widest-ranging values in the model,
-    which one int8 scale per text rounds worst. Kept in fp32, they leave the vectors with
-    less than half the error (cosine to torch 0.9965 instead of 0.9923 on average over 150
-    sphinx texts, 7-bit weights) for about half of the speed-up (docs/embedding-backends.md,
-    levers)."""
-    import onnx
-
-    model = onnx.load(str(graph))
-    shapes = {w.name: tuple(w.dims) for w in model.graph.initializer}
-    return [node.name for node in model.graph.node if node.op_type == "MatMul"
-            and len(shape := shapes.get(node.input[1], ())) == 2 and shape[0] > shape[1]]
 
 
 def _file_sha256(path: Path) -> str:

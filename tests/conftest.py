@@ -106,8 +106,7 @@ def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def onnx_embedders(onnx_cache: Path) -> dict[str, OnnxEmbedder]:
-    """Both ONNX backends of the default model, built once per session (the int8 graph
-    quantized from the fp32 one)."""
+    """Both ONNX backends of the default model, each graph built once per session."""
     made = {}
     for backend in ("onnx", "onnx-int8"):
         embedder = make_embedder(DEFAULT_MODEL, backend, onnx_cache, lambda _: None)
