@@ -61,7 +61,7 @@ def _backend_option(default: str | None) -> Callable[[_F], _F]:
         "--embedding-backend", "backend", type=click.Choice(EMBEDDING_BACKENDS),
         default=default, envvar="PR_CONTEXT_EMBEDDING_BACKEND",
         help="What runs the embedding model: ONNX Runtime on a graph built from its "
-             "weights without torch (onnx), that graph quantized to int8 (onnx-int8), or "
+             "weights without torch, its linear layers in int8 (onnx-int8) or fp32 (onnx), or "
              f"torch (needs pip install 'pr-context[torch]') ({shown}) "
              "[env: PR_CONTEXT_EMBEDDING_BACKEND].")
 
