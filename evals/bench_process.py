@@ -79,6 +79,8 @@ TARGET_SEARCH_P50_S = 3.0
 TARGET_REVIEW_S = 8.0
 # evidence.json parts that say how the index was built and how long stages took
 VOLATILE_EVIDENCE = frozenset({"index", "timings_ms"})
+# and those that hold a score: another backend's vectors move semantic scores a little
+SCORED_EVIDENCE = frozenset({"score", "signals", "reason"})
 DIMENSION = 384
 SEED = 20261201
 
@@ -295,12 +297,14 @@ def measure(variants: list[Variant], repo: Path, profile: bool, queries: Sequenc
     reviews: dict[str, dict[str, list[float]]] = {}
     cpu: dict[str, dict[str, list[float]]] = {}
     evidence: dict[str, dict[str, list[str]]] = {}
+    findings: dict[str, dict[str, list[str]]] = {}
     for head, _ in PULL_REQUESTS:
         base = git(repo, "rev-parse", f"{head}^").strip()
         pristine = {v.name: base_index(v, repo, base, identities[v.name]) for v in variants}
         reviews[head] = {v.name: [] for v in variants}
         cpu[head] = {v.name: [] for v in variants}
         evidence[head] = {v.name: [] for v in variants}
+        findings[head] = {v.name: [] for v in variants}
         for run in range(review_runs):
             for variant in variants:
                 wall, used = _review(variant, repo, base, head, pristine[variant.name],
@@ -308,10 +312,12 @@ def measure(variants: list[Variant], repo: Path, profile: bool, queries: Sequenc
                 reviews[head][variant.name].append(wall)
                 cpu[head][variant.name].append(used)
                 evidence[head][variant.name].append(_evidence_digest(variant))
+                findings[head][variant.name].append(_evidence_digest(variant,
+                                                                     SCORED_EVIDENCE))
             print(f"review {head[:12]} run {run + 1}: " + ", ".join(
                 f"{n} {s[-1]:.1f}s" for n, s in reviews[head].items()), file=sys.stderr)
     return {"search_s": search, "review_s": reviews, "review_cpu_s": cpu, "evidence": evidence,
-            "identities": identities,
+            "findings": findings, "identities": identities,
             "search_base": search_base, "queries": list(queries), "review_runs": review_runs}
 
 
@@ -332,15 +338,26 @@ def _review(variant: Variant, repo: Path, base: str, head: str, pristine: Path,
                      variant.env(), variant.source)
 
 
-def _evidence_digest(variant: Variant) -> str:
+def _evidence_digest(variant: Variant, dropped: frozenset[str] = frozenset()) -> str:
     """A hash of what the review found (callers, tests, docs, selection, notes), without
-    the index's build details and the timings, which differ from run to run."""
+    the index's build details and the timings, which differ from run to run, nor the
+    ``dropped`` keys at any depth."""
     found = json.loads((WORK / "runs" / variant.name / "out" / "evidence.json").read_text())
-    kept = {k: v for k, v in found.items() if k not in VOLATILE_EVIDENCE}
+    kept = _without({k: v for k, v in found.items() if k not in VOLATILE_EVIDENCE}, dropped)
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _without(value: Any, dropped: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, dropped) for k, v in value.items() if k not in dropped}
+    if isinstance(value, list):
+        return [_without(v, dropped) for v in value]
+    return value
+
+
 def render(figures: dict[str, Any], command: str) -> str:
+    from pr_context.defaults import DEFAULT_BACKEND
+
     names = list(figures["search_s"])
     p50 = {n: statistics.median(s) for n, s in figures["search_s"].items()}
     lines = [
@@ -352,7 +369,7 @@ def render(figures: dict[str, Any], command: str) -> str:
         f"`baseline` is pr-context at `{figures['baseline'][:12]}` "
         f"({figures.get('baseline_backend', 'torch')}); "
         f"{' and '.join(f'`{n}`' for n in names[1:])} are this tree with that backend "
-        "(`onnx` is the default). Indexes hold a random vector per "
+        f"(`{DEFAULT_BACKEND}` is the default). Indexes hold a random vector per "
         "chunk text, drawn from its hash (cost, not quality, is measured here; a text "
         "two variants share has one vector); query and changed-chunk vectors "
         "come from the real model.", "",
@@ -411,11 +428,23 @@ def _evidence_table(figures: dict[str, Any], names: list[str]) -> list[str]:
     evidence = figures.get("evidence")
     if not evidence:
         return []
+    findings = figures.get("findings", {})
+
+    def cell(pr: str, name: str) -> str:
+        if set(evidence[pr][name]) == {evidence[pr][names[0]][0]}:
+            return "same"
+        scoreless = findings.get(pr, {})
+        if scoreless and set(scoreless[name]) == {scoreless[names[0]][0]}:
+            return "same findings, other scores"
+        return "**differs**"
+
     return _per_pr_table(
         "What each review found (evidence.json without the index's build details "
-        "and the timings), against the baseline's first run:", names, evidence,
-        lambda found: " | ".join("same" if set(found[n]) == {found[names[0]][0]}
-                                 else "**differs**" for n in names))
+        "and the timings), against the baseline's first run; *same findings, other "
+        "scores*: the same callers, tests, docs and selection, in the same order, with "
+        "other similarity scores (another backend's vectors):", names,
+        {pr: pr for pr in evidence},
+        lambda pr: " | ".join(cell(pr, n) for n in names))
 
 
 def _per_pr_table(intro: str, names: list[str], by_pr: dict[str, Any],
