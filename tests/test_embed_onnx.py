@@ -54,8 +54,9 @@ def test_onnx_vectors_agree_with_torch(onnx_embedders: dict[str, OnnxEmbedder],
     assert full.token_counts == int8.token_counts == reference.token_counts
     assert max(reference.token_counts) > real_embedder.max_tokens  # truncation is covered
     assert _cosines(full.vectors, reference.vectors).min() >= 0.9999
-    # int8 is close, not equal: a text of a few tokens is its worst case.
-    assert _cosines(int8.vectors, reference.vectors).min() > 0.97
+    # int8 is close, not equal: a text of a few tokens is its worst case (about 0.988).
+    assert _cosines(int8.vectors, reference.vectors).min() > 0.98
+    assert _cosines(int8.vectors, reference.vectors).mean() > 0.995
     assert np.allclose(np.linalg.norm(int8.vectors, axis=1), 1.0, atol=1e-4)
 
 
