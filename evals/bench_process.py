@@ -311,9 +311,9 @@ def measure(variants: list[Variant], repo: Path, profile: bool, queries: Sequenc
                                      profile and run == 0)
                 reviews[head][variant.name].append(wall)
                 cpu[head][variant.name].append(used)
-                evidence[head][variant.name].append(_evidence_digest(variant))
-                findings[head][variant.name].append(_evidence_digest(variant,
-                                                                     SCORED_EVIDENCE))
+                whole, scoreless = _evidence_digests(variant)
+                evidence[head][variant.name].append(whole)
+                findings[head][variant.name].append(scoreless)
             print(f"review {head[:12]} run {run + 1}: " + ", ".join(
                 f"{n} {s[-1]:.1f}s" for n, s in reviews[head].items()), file=sys.stderr)
     return {"search_s": search, "review_s": reviews, "review_cpu_s": cpu, "evidence": evidence,
@@ -338,13 +338,17 @@ def _review(variant: Variant, repo: Path, base: str, head: str, pristine: Path,
                      variant.env(), variant.source)
 
 
-def _evidence_digest(variant: Variant, dropped: frozenset[str] = frozenset()) -> str:
-    """A hash of what the review found (callers, tests, docs, selection, notes), without
-    the index's build details and the timings, which differ from run to run, nor the
-    ``dropped`` keys at any depth."""
+def _evidence_digests(variant: Variant) -> tuple[str, str]:
+    """Hashes of what the review found (callers, tests, docs, selection, notes), without
+    the index's build details and the timings, which differ from run to run: whole, and
+    without the ``SCORED_EVIDENCE`` keys at any depth."""
     found = json.loads((WORK / "runs" / variant.name / "out" / "evidence.json").read_text())
-    kept = _without({k: v for k, v in found.items() if k not in VOLATILE_EVIDENCE}, dropped)
-    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
+    kept = {k: v for k, v in found.items() if k not in VOLATILE_EVIDENCE}
+    return _digest(kept), _digest(_without(kept, SCORED_EVIDENCE))
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _without(value: Any, dropped: frozenset[str]) -> Any:
